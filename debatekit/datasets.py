@@ -1,0 +1,134 @@
+"""Datasets: JSONL files of items, validated row by row; the arithmetic task generator.
+
+A dataset is a shipped name (a file `datasets/NAME.jsonl` in the repository, listed by
+`debatekit datasets`) or the path of any JSONL file. Each line is one JSON object validated
+against the protocol's item model (by default `Item`); a row that does not fit raises a
+`DatasetError` naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from debatekit.schemas import DatasetInfo
+
+
+class DatasetError(ValueError):
+    """A dataset cannot be used; the message names the file, line and field."""
+
+
+class Item(BaseModel):
+    """One question of a dataset (the common fields; protocols may extend this model)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    """Unique id within the dataset."""
+    question: str
+    """The question put to the agents."""
+    answer: Any = None
+    """Ground truth, if the task has one (an int for arithmetic)."""
+    metadata: dict[str, Any] = {}
+    """Anything else the researcher wants to carry along (not shown to agents)."""
+
+
+def datasets_dir() -> Path:
+    """Folder of shipped datasets: $DEBATEKIT_DATASETS or the repository's `datasets/`."""
+    return Path(os.environ.get("DEBATEKIT_DATASETS") or Path(__file__).resolve().parent.parent / "datasets")
+
+
+def available() -> list[str]:
+    """Names of the shipped datasets."""
+    folder = datasets_dir()
+    return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
+
+
+def resolve(name_or_path: str) -> Path:
+    """Path of a dataset given its shipped name or a file path."""
+    path = Path(name_or_path).expanduser()
+    if path.suffix == ".jsonl" or path.exists():
+        if not path.is_file():
+            raise DatasetError(f"dataset file not found: {path}")
+        return path
+    shipped = datasets_dir() / f"{name_or_path}.jsonl"
+    if shipped.is_file():
+        return shipped
+    raise DatasetError(f"unknown dataset {name_or_path!r}; shipped: {', '.join(available()) or 'none'}; "
+                       "or give the path of a .jsonl file")
+
+
+def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | None = None
+         ) -> tuple[list[BaseModel], DatasetInfo]:
+    """Load and validate a dataset.
+
+    Args:
+        name_or_path: shipped dataset name or JSONL path.
+        item_model: pydantic model every row must fit.
+        limit: keep only the first N items.
+
+    Returns:
+        The items and a `DatasetInfo` (name, path, sha256 of the file, item count).
+
+    Raises:
+        DatasetError: unreadable file, non-UTF-8 bytes, bad JSON, a row that does not fit
+            the item model, duplicate ids, or no items.
+    """
+    path = resolve(name_or_path)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw[: exc.start].count(b"\n") + 1
+        raise DatasetError(f"{path}: line {line} is not valid UTF-8 (byte {exc.start})") from exc
+    items, seen = [], {}
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from exc
+        if not isinstance(row, dict):
+            raise DatasetError(f"{path}: line {number} must be a JSON object, got {type(row).__name__}")
+        try:
+            item = item_model.model_validate(row)
+        except ValidationError as exc:
+            err = exc.errors()[0]
+            field = ".".join(str(p) for p in err["loc"]) or "row"
+            raise DatasetError(f"{path}: line {number}, field {field!r}: {err['msg']}") from exc
+        item_id = getattr(item, "id")
+        if item_id in seen:
+            raise DatasetError(f"{path}: line {number}: duplicate id {item_id!r} (first on line {seen[item_id]})")
+        seen[item_id] = number
+        items.append(item)
+    if not items:
+        raise DatasetError(f"{path}: the dataset has no items")
+    info = DatasetInfo(name=path.stem, path=str(path), sha256=hashlib.sha256(raw).hexdigest(), items=len(items))
+    return items[:limit] if limit else items, info
+
+
+def arithmetic(n: int = 100, seed: int = 0) -> list[dict]:
+    """The arithmetic task of Du et al. (2023): `a+b*c+d-e*f`, six integers in [0, 30)."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(n):
+        a, b, c, d, e, f = (rng.randrange(30) for _ in range(6))
+        expression = f"{a}+{b}*{c}+{d}-{e}*{f}"
+        rows.append({"id": f"arith-{i:03d}", "question": f"What is the result of {expression}?",
+                     "answer": a + b * c + d - e * f, "metadata": {"expression": expression}})
+    return rows
+
+
+def write_jsonl(rows: list[dict], path: Path) -> None:
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+
+
+if __name__ == "__main__":  # regenerate the shipped arithmetic dataset
+    write_jsonl(arithmetic(100, seed=0), datasets_dir() / "arithmetic.jsonl")

@@ -1,0 +1,271 @@
+"""The engine every protocol runs on: asks, parallel phases, rounds, stopping, limits, events.
+
+A protocol receives a `Debate` for one item and uses it to talk to models:
+
+    turn = await debate.ask("agent1", messages, Answer, phase="answer", round=1)
+    turns = await debate.gather(debate.ask(a, ..., round=r) for a in agents)   # parallel
+    reason = await debate.rounds(step, max_rounds=3, stop=[agreement])         # round loop
+
+The engine derives a seed per call, applies the per-call, per-round and per-debate timeouts
+and the token budget, records every call as a `CallEvent`, and never lets a model fault
+escape: a failed call is a `Turn` whose `ok` is False.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Iterable
+
+from pydantic import BaseModel
+
+from debatekit import scripted
+from debatekit.gateway import Completion, Gateway
+from debatekit.metrics import answers_equal
+from debatekit.schemas import CallEvent, RoundRecord, Usage
+
+StopRule = Callable[[list[RoundRecord]], str | None]
+
+
+@dataclass
+class Limits:
+    """Per-call, per-round and per-debate limits (seconds, tokens); None means no limit."""
+
+    call_timeout: float = 120.0
+    round_timeout: float | None = None
+    debate_timeout: float | None = None
+    token_budget: int | None = None
+    max_tokens: int = 512
+
+
+@dataclass
+class Turn:
+    """One agent's call in one phase: the completion and where it happened."""
+
+    agent: str
+    phase: str
+    round: int | None
+    completion: Completion
+    structured: bool = False
+
+    @property
+    def ok(self) -> bool:
+        return self.completion.ok and (self.completion.parsed is not None or not self.structured)
+
+    @property
+    def parsed(self) -> Any:
+        return self.completion.parsed
+
+    @property
+    def text(self) -> str:
+        return self.completion.text
+
+    @property
+    def error(self) -> str | None:
+        return self.completion.error
+
+
+@dataclass
+class Outcome:
+    """What a protocol returns for one debate; the engine adds scoring, usage and the trace."""
+
+    final_answer: Any = None
+    output: dict = field(default_factory=dict)
+    converged: bool | None = None
+    needs_human_review: bool = False
+    escalation_reason: str | None = None
+    score: float | None = None
+    correct: bool | None = None
+
+
+class Ask:
+    """A pending call; `await` it, or pass several to `Debate.gather` to run them in parallel."""
+
+    def __init__(self, debate: Debate, agent: str, messages: list[dict], output: type[BaseModel] | None,
+                 phase: str, round: int | None, options: dict):
+        self.debate, self.agent, self.messages, self.output = debate, agent, messages, output
+        self.phase, self.round, self.options = phase, round, options
+
+    def __await__(self):
+        return self.debate._run(self).__await__()
+
+
+class Debate:
+    """The engine's view of one debate: the item, the model, limits, history and usage."""
+
+    def __init__(self, item: Any, *, gateway: Gateway, model: str, run_id: str, debate_id: str,
+                 seed: int = 0, limits: Limits | None = None,
+                 on_event: Callable[[CallEvent], None] | None = None):
+        self.item, self.gateway, self.model = item, gateway, model
+        self.run_id, self.debate_id, self.seed = run_id, debate_id, seed
+        self.limits = limits or Limits()
+        self.on_event = on_event or (lambda event: None)
+        self.history: list[RoundRecord] = []
+        self.log: list[str] = []
+        self.usage = Usage()
+        self.stop_reason: str | None = None
+        self.started = time.monotonic()
+
+    # --- limits -----------------------------------------------------------------------------
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.started
+
+    @property
+    def remaining(self) -> float | None:
+        total = self.limits.debate_timeout
+        return None if total is None else max(0.0, total - self.elapsed)
+
+    @property
+    def timed_out(self) -> bool:
+        return self.remaining == 0.0
+
+    @property
+    def over_budget(self) -> bool:
+        budget = self.limits.token_budget
+        return budget is not None and self.usage.completion_tokens >= budget
+
+    # --- calls ------------------------------------------------------------------------------
+    def ask(self, agent: str, messages: list[dict], output: type[BaseModel] | None = None, *,
+            phase: str, round: int | None = None, **options) -> Ask:
+        """A call of `agent` in `phase`; options: model, temperature, max_tokens, sample."""
+        return Ask(self, agent, messages, output, phase, round, options)
+
+    async def gather(self, asks: Iterable[Ask]) -> list[Turn]:
+        """Run asks in parallel; those unfinished at the round or debate timeout are cut off."""
+        asks = list(asks)
+        tasks = [asyncio.ensure_future(self._run(a)) for a in asks]
+        limit = _min(self.limits.round_timeout, self.remaining)
+        done, pending = await asyncio.wait(tasks, timeout=limit) if tasks else (set(), set())
+        for task in pending:
+            task.cancel()
+        turns = []
+        for ask, task in zip(asks, tasks):
+            turns.append(task.result() if task in done else self._timed_out(ask, "round"))
+        return turns
+
+    async def _run(self, ask: Ask) -> Turn:
+        opts = ask.options
+        seed = derive_seed(self.seed, _item_id(self.item), ask.agent, ask.round, ask.phase, opts.get("sample", 0))
+        timeout = _min(self.limits.call_timeout, self.remaining)
+        if timeout == 0.0:
+            return self._timed_out(ask, "debate")
+        where = scripted.CALL.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
+                                   "item_id": _item_id(self.item), "sample": opts.get("sample", 0)})
+        try:
+            completion = await asyncio.wait_for(self.gateway.complete(
+                opts.get("model") or self.model, ask.messages, ask.output,
+                temperature=opts.get("temperature"), seed=seed,
+                max_tokens=opts.get("max_tokens") or self.limits.max_tokens,
+                timeout=self.limits.call_timeout), _min(None, self.remaining))
+        except asyncio.TimeoutError:
+            return self._timed_out(ask, "debate")
+        finally:
+            scripted.CALL.reset(where)
+        return self._record(ask, completion)
+
+    def _timed_out(self, ask: Ask, scope: str) -> Turn:
+        self.log.append(f"TIMEOUT: {ask.agent} in {ask.phase}")
+        completion = Completion(model=ask.options.get("model") or self.model, faults=["timeout"],
+                                error=f"timeout: {scope} time limit reached", error_kind="timeout")
+        return self._record(ask, completion)
+
+    def _record(self, ask: Ask, c: Completion) -> Turn:
+        u = self.usage
+        u.calls += 1
+        u.provider_calls += c.calls
+        u.prompt_tokens += c.prompt_tokens
+        u.completion_tokens += c.completion_tokens
+        u.cost += c.cost or 0.0
+        u.cache_hits += int(c.cache_hit)
+        u.parse_failures += c.parse_failures
+        u.retries += c.retries
+        u.timeouts += c.timeouts
+        u.errors += int(not c.ok)
+        output = c.parsed.model_dump(mode="json") if c.parsed is not None else None
+        self.on_event(CallEvent(
+            run_id=self.run_id, debate_id=self.debate_id, item_id=_item_id(self.item), round=ask.round,
+            phase=ask.phase, agent=ask.agent, model=c.model, prompt_hash=prompt_hash(ask.messages),
+            prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, latency_s=round(c.latency, 4),
+            cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
+            retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time()))
+        return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
+
+    # --- rounds -----------------------------------------------------------------------------
+    def record_round(self, round: int, answers: dict[str, Any], **extra) -> RoundRecord:
+        """Record what each agent answered in a round (None for an agent without an answer)."""
+        record = RoundRecord(round=round, answers=answers, extra=extra)
+        self.history.append(record)
+        return record
+
+    async def rounds(self, step: Callable[[int], Awaitable[None]], max_rounds: int,
+                     stop: Iterable[StopRule] = ()) -> str:
+        """Run `step(round)` for rounds 1..max_rounds until a stop rule fires.
+
+        Returns the stop reason: the first stop rule's reason, `timeout`, `budget` or
+        `max_rounds`; also kept in `self.stop_reason`.
+        """
+        stop = list(stop)
+        reason = "max_rounds"
+        for number in range(1, max_rounds + 1):
+            if self.timed_out or self.over_budget:
+                reason = "timeout" if self.timed_out else "budget"
+                break
+            await step(number)
+            fired = next((why for rule in stop if (why := rule(self.history))), None)
+            if fired:
+                reason = fired
+                break
+        self.stop_reason = reason
+        return reason
+
+
+# --- stop rules ---------------------------------------------------------------------------
+
+def agreement(history: list[RoundRecord]) -> str | None:
+    """Stop when every agent of the latest round gave the same (non-missing) answer."""
+    if not history:
+        return None
+    answers = list(history[-1].answers.values())
+    if len(answers) >= 2 and all(a is not None for a in answers) and all(
+            answers_equal(a, answers[0]) for a in answers[1:]):
+        return "agreement"
+    return None
+
+
+def plateau(key: str, min_delta: float) -> StopRule:
+    """Stop when `extra[key]` of the latest round improved less than `min_delta` on the previous."""
+
+    def rule(history: list[RoundRecord]) -> str | None:
+        if len(history) < 2:
+            return None
+        before, now = history[-2].extra.get(key), history[-1].extra.get(key)
+        if before is None or now is None:
+            return None
+        return "plateau" if now - before < min_delta else None
+
+    return rule
+
+
+# --- helpers ------------------------------------------------------------------------------
+
+def derive_seed(*parts: Any) -> int:
+    """A per-call seed from the run seed and where the call happens (stable across runs)."""
+    digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
+    return int(digest[:8], 16) % 2**31
+
+
+def prompt_hash(messages: list[dict]) -> str:
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _item_id(item: Any) -> str:
+    return str(getattr(item, "id", ""))
+
+
+def _min(*values: float | None) -> float | None:
+    present = [v for v in values if v is not None]
+    return min(present) if present else None

@@ -1,0 +1,1 @@
+"""Built-in protocols; every module here registers its protocols on import."""

@@ -1,0 +1,51 @@
+"""Baselines run through the same engine: one agent, and self-consistency (k samples, majority)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import Field
+
+from debatekit.engine import Outcome
+from debatekit.metrics import agreement_rate, majority
+from debatekit.protocols.answers import AnswerKind, answer_model, persona_system, question_prompt
+from debatekit.registry import protocol
+
+
+@protocol("single")
+def single(temperature: float = 0.7, answer: AnswerKind = "auto", persona: str | None = None):
+    """One agent answers once."""
+
+    async def run(item, debate):
+        messages = [{"role": "system", "content": persona_system(persona)},
+                    {"role": "user", "content": question_prompt(item.question)}]
+        turn = await debate.ask("agent1", messages, answer_model(answer, item.answer),
+                                phase="answer", round=1, temperature=temperature)
+        final = turn.parsed.answer if turn.ok else None
+        debate.record_round(1, {"agent1": final})
+        debate.stop_reason = "max_rounds"
+        return Outcome(final_answer=final, output={"reasoning": turn.parsed.reasoning if turn.ok else None})
+
+    return run
+
+
+@protocol("self_consistency")
+def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: float = 0.7,
+                     answer: AnswerKind = "auto"):
+    """k independent samples of one agent, majority vote (Wang et al. 2022)."""
+
+    async def run(item, debate):
+        messages = [{"role": "system", "content": persona_system(None)},
+                    {"role": "user", "content": question_prompt(item.question)}]
+        model = answer_model(answer, item.answer)
+        turns = await debate.gather(
+            debate.ask(f"sample{k + 1}", messages, model, phase="answer", round=1,
+                       temperature=temperature, sample=k) for k in range(samples))
+        answers = {t.agent: t.parsed.answer if t.ok else None for t in turns}
+        debate.record_round(1, answers)
+        debate.stop_reason = "max_rounds"
+        rate = agreement_rate(list(answers.values()))
+        return Outcome(final_answer=majority(answers.values()), converged=rate == 1.0,
+                       output={"agreement": rate})
+
+    return run

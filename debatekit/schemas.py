@@ -1,0 +1,151 @@
+"""Versioned records of a run, shared by every protocol: config, calls, rounds, debates, runs.
+
+A run folder holds `run.json` (a `RunRecord`), `events.jsonl` (one `CallEvent` per model
+call) and `debates.jsonl` (one `DebateRecord` per finished debate). `analysis` turns them
+into DataFrames.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunConfig(Strict):
+    """Everything that defines a run; its hash identifies the configuration."""
+
+    protocol: str
+    """Registered protocol name (`debatekit protocols`)."""
+    dataset: str
+    """Shipped dataset name or path to a JSONL file."""
+    limit: int | None = Field(None, ge=1)
+    """Use only the first N items."""
+    model: str | None = None
+    """litellm model string; None means $DEBATEKIT_MODEL or the embedded local model."""
+    params: dict[str, Any] = {}
+    """Protocol parameters (agents, rounds, ...), validated against the protocol."""
+    seed: int = 0
+    """Base seed; every call gets a seed derived from it, the item, the agent and the round."""
+    concurrency: int = Field(4, ge=1)
+    """Debates (items) run at once."""
+    max_calls_in_flight: int | None = Field(None, ge=1)
+    """Model calls in flight per model; None: per provider default."""
+    call_timeout: float = Field(120.0, gt=0)
+    """Seconds per model call attempt."""
+    round_timeout: float | None = Field(None, gt=0)
+    """Seconds per parallel phase; unfinished agents are cut off and logged."""
+    debate_timeout: float | None = Field(None, gt=0)
+    """Seconds per debate; the debate stops with reason `timeout`."""
+    token_budget: int | None = Field(None, ge=1)
+    """Completion tokens per debate; the debate stops with reason `budget`."""
+    max_tokens: int = Field(512, ge=1)
+    """Completion tokens per call."""
+    cache: bool = True
+    """Reuse cached replies; a re-run of the same config makes zero model calls."""
+    model_options: dict[str, dict[str, Any]] = {}
+    """Extra litellm arguments per model string (api_base, ...); credentials never traced."""
+
+
+class CallEvent(BaseModel):
+    """One logical model call: one line of events.jsonl."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    debate_id: str
+    item_id: str
+    round: int | None
+    phase: str
+    agent: str
+    model: str
+    prompt_hash: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    cost: float | None
+    calls: int
+    cache_hit: bool
+    faults: list[str]
+    parse_failures: int
+    retries: int
+    output: Any = None
+    text: str = ""
+    error: str | None = None
+    error_kind: str | None = None
+    ts: float
+
+
+class RoundRecord(BaseModel):
+    """What each agent answered in one round, plus protocol-specific round data."""
+
+    round: int
+    answers: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    provider_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cache_hits: int = 0
+    parse_failures: int = 0
+    retries: int = 0
+    timeouts: int = 0
+    errors: int = 0
+
+
+class DebateRecord(BaseModel):
+    """One finished (or explicitly failed) debate over one item: one line of debates.jsonl."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    debate_id: str
+    item_id: str
+    protocol: str
+    status: Literal["ok", "failed"]
+    error: str | None = None
+    rounds: list[RoundRecord] = []
+    final_answer: Any = None
+    truth: Any = None
+    correct: bool | None = None
+    score: float | None = None
+    stop_reason: str | None = None
+    converged: bool | None = None
+    needs_human_review: bool = False
+    escalation_reason: str | None = None
+    output: dict[str, Any] = {}
+    usage: Usage = Usage()
+    wall_s: float = 0.0
+    log: list[str] = []
+
+
+class DatasetInfo(BaseModel):
+    name: str
+    path: str
+    sha256: str
+    items: int
+
+
+class RunRecord(BaseModel):
+    """run.json: what ran, on what, from which code, and how it went."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created: str
+    finished: str | None = None
+    status: Literal["running", "complete", "interrupted", "failed"] = "running"
+    debatekit_version: str
+    git_commit: str | None = None
+    config: RunConfig
+    config_hash: str
+    model: str
+    dataset: DatasetInfo
+    summary: dict[str, Any] = {}

@@ -1,0 +1,56 @@
+import pytest
+
+from debatekit import scripted
+from debatekit.cli import main
+from tests.conftest import answer
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "nope", "--dataset", "arithmetic"], "unknown protocol 'nope'"),
+    (["run", "single", "--dataset", "nope"], "unknown dataset 'nope'"),
+    (["run", "single", "--dataset", "arithmetic", "--rounds", "2"], "--rounds does not apply to single"),
+    (["run", "single", "--dataset", "arithmetic", "--set", "temperature"], "is not key=value"),
+    (["run", "single", "--dataset", "arithmetic", "--set", "colour=red"], "no chosen protocol has parameter 'colour'"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=many"], "parameter 'agents'"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=0"], "parameter 'agents'"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1
+
+
+def test_rounds_zero_is_rejected_by_the_parser(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"])
+    assert exit_.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+
+
+def test_unreadable_dataset_row_names_line_and_field(tmp_path, capsys):
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"id": "a", "question": "q"}\n{"id": "b"}\n')
+    assert main(["run", "single", "--dataset", str(path)]) == 2
+    assert "line 2, field 'question'" in capsys.readouterr().err
+
+
+def test_run_compares_protocols_and_prints_a_table(tmp_path, arithmetic_file, capsys):
+    model = scripted.register("cli-right", fn=lambda req: answer(10))
+    code = main(["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", model,
+                 "--agents", "2", "--out", str(tmp_path / "out"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["protocol", "params", "items"]
+    single = next(line for line in lines if line.startswith("single "))
+    assert "0.33 [0.00, 1.00]" in single
+    assert (tmp_path / "out" / "single" / "run.json").exists()
+    assert (tmp_path / "out" / "society_of_mind" / "events.jsonl").exists()
+    # resume of a finished run: nothing left to do, same table
+    assert main(["run", "single", "--dataset", str(arithmetic_file), "--model", model,
+                 "--out", str(tmp_path / "out" / "single"), "--resume", "--quiet"]) == 0
+
+
+def test_listing_commands(capsys):
+    assert main(["protocols"]) == 0 and "society_of_mind" in capsys.readouterr().out
+    assert main(["datasets"]) == 0 and "arithmetic" in capsys.readouterr().out
+    assert main(["models"]) == 0 and "local/qwen2.5-coder-1.5b-instruct" in capsys.readouterr().out

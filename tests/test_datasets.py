@@ -1,0 +1,59 @@
+import json
+
+import pytest
+
+from debatekit import datasets
+from debatekit.datasets import DatasetError, arithmetic, load
+
+
+def write(tmp_path, text, name="d.jsonl", mode="w"):
+    path = tmp_path / name
+    path.write_bytes(text) if isinstance(text, bytes) else path.write_text(text)
+    return path
+
+
+def test_arithmetic_generator_has_exact_integer_truth():
+    rows = arithmetic(50, seed=3)
+    assert len({r["id"] for r in rows}) == 50
+    for r in rows:
+        a, rest = r["metadata"]["expression"].split("+", 1)
+        terms = r["metadata"]["expression"].replace("-", "+-").split("+")
+        total = sum(int(t.split("*")[0]) * int(t.split("*")[1]) if "*" in t else int(t) for t in terms)
+        assert r["answer"] == total and isinstance(r["answer"], int)
+    assert arithmetic(5, seed=3) == rows[:5]
+
+
+def test_shipped_arithmetic_dataset_is_the_seeded_generator_output():
+    items, info = load("arithmetic")
+    assert info.items == 100 and [i.model_dump() for i in items] == arithmetic(100, seed=0)
+
+
+@pytest.mark.parametrize("text, message", [
+    ('{"id": "a", "question": "q"}\nnot json\n', "line 2 is not valid JSON"),
+    ('{"id": "a"}\n', "line 1, field 'question': Field required"),
+    ('{"id": "a", "question": "q", "colour": 1}\n', "line 1, field 'colour': Extra inputs"),
+    ('{"id": "a", "question": "q"}\n{"id": "a", "question": "r"}\n', "line 2: duplicate id 'a'"),
+    ('[1, 2]\n', "line 1 must be a JSON object"),
+    ('\n\n', "has no items"),
+])
+def test_bad_rows_name_the_line_and_field(tmp_path, text, message):
+    with pytest.raises(DatasetError, match=message):
+        load(str(write(tmp_path, text)))
+
+
+def test_non_utf8_file_names_the_line(tmp_path):
+    path = write(tmp_path, b'{"id": "a", "question": "q"}\n{"id": "b", "question": "\xff"}\n')
+    with pytest.raises(DatasetError, match="line 2 is not valid UTF-8"):
+        load(str(path))
+
+
+def test_unknown_dataset_lists_shipped_ones():
+    with pytest.raises(DatasetError, match="unknown dataset 'nope'.*arithmetic"):
+        load("nope")
+
+
+def test_limit_and_info(tmp_path):
+    path = write(tmp_path, "".join(json.dumps({"id": str(i), "question": "q"}) + "\n" for i in range(5)))
+    items, info = load(str(path), limit=2)
+    assert [i.id for i in items] == ["0", "1"] and info.items == 5
+    assert "arithmetic" in datasets.available()

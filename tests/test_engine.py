@@ -1,0 +1,123 @@
+import asyncio
+
+from pydantic import BaseModel
+
+from debatekit import scripted
+from debatekit.datasets import Item
+from debatekit.engine import Debate, Limits, agreement, plateau
+from debatekit.gateway import Gateway
+from debatekit.schemas import RoundRecord
+
+ITEM = Item(id="i1", question="q?", answer=1)
+
+
+class Num(BaseModel):
+    answer: int
+
+
+def debate(model, limits=None, events=None):
+    return Debate(ITEM, gateway=Gateway(backoff=0.001), model=model, run_id="r", debate_id="d",
+                  limits=limits or Limits(), on_event=(events.append if events is not None else None))
+
+
+def test_gather_runs_agents_and_records_one_event_per_call(model_from):
+    events = []
+    model = model_from(lambda req: {"answer": int(req.agent[-1])})
+    d = debate(model, events=events)
+
+    async def go():
+        return await d.gather(d.ask(f"a{i}", [{"role": "user", "content": "q"}], Num, phase="answer", round=1)
+                              for i in (1, 2, 3))
+
+    turns = asyncio.run(go())
+    assert [t.parsed.answer for t in turns] == [1, 2, 3]
+    assert sorted((e.agent, e.round, e.phase) for e in events) == [
+        ("a1", 1, "answer"), ("a2", 1, "answer"), ("a3", 1, "answer")]
+    assert d.usage.calls == 3 and d.usage.completion_tokens > 0
+
+
+def test_each_call_gets_a_distinct_stable_seed(model_from):
+    seeds = []
+    model = model_from(lambda req: seeds.append(req.params["seed"]) or {"answer": 1})
+    d = debate(model)
+    asyncio.run(d.gather(d.ask(a, [{"role": "user", "content": "q"}], Num, phase="p", round=1) for a in "xyz"))
+    d2 = debate(model)
+    asyncio.run(d2.gather(d2.ask(a, [{"role": "user", "content": "q"}], Num, phase="p", round=1) for a in "xyz"))
+    assert len(set(seeds[:3])) == 3 and seeds[:3] == seeds[3:]
+
+
+def test_round_timeout_cuts_off_slow_agents_and_logs_them(model_from):
+    events = []
+    model = model_from(lambda req: scripted.Delayed(5, {"answer": 1}) if req.agent == "slow" else {"answer": 2})
+    d = debate(model, Limits(round_timeout=0.3), events)
+    turns = asyncio.run(d.gather(d.ask(a, [{"role": "user", "content": "q"}], Num, phase="critique", round=1)
+                                 for a in ("fast", "slow")))
+    assert turns[0].ok and not turns[1].ok and turns[1].completion.error_kind == "timeout"
+    assert d.log == ["TIMEOUT: slow in critique"]
+    assert {e.agent: e.error_kind for e in events} == {"fast": None, "slow": "timeout"}
+
+
+def test_model_errors_become_failed_turns_not_exceptions():
+    model = scripted.register("e-bad", replies=[scripted.Fault("bad_request")])
+    d = debate(model)
+
+    async def go():
+        return await d.ask("a", [{"role": "user", "content": "q"}], Num, phase="p", round=1)
+
+    turn = asyncio.run(go())
+    assert not turn.ok and turn.error and d.usage.errors == 1
+
+
+def test_round_loop_stops_on_agreement(model_from):
+    d = debate(model_from(lambda req: {"answer": 1}))
+
+    async def step(n):
+        d.record_round(n, {"a": 1, "b": 1})
+
+    assert asyncio.run(d.rounds(step, 5, stop=[agreement])) == "agreement"
+    assert len(d.history) == 1 and d.stop_reason == "agreement"
+
+
+def test_round_loop_runs_to_max_rounds_without_agreement(model_from):
+    d = debate(model_from(lambda req: {"answer": 1}))
+
+    async def step(n):
+        d.record_round(n, {"a": 1, "b": 2})
+
+    assert asyncio.run(d.rounds(step, 3, stop=[agreement])) == "max_rounds"
+    assert [r.round for r in d.history] == [1, 2, 3]
+
+
+def test_token_budget_stops_the_debate(model_from):
+    d = debate(model_from(lambda req: {"answer": 1}), Limits(token_budget=3))
+
+    async def step(n):
+        await d.ask("a", [{"role": "user", "content": "q"}], Num, phase="p", round=n)
+        d.record_round(n, {"a": 1})
+
+    assert asyncio.run(d.rounds(step, 10)) == "budget"
+    assert len(d.history) == 2  # 2 completion tokens per call: the budget of 3 is spent after 2 rounds
+
+
+def test_debate_timeout_stops_rounds_and_cuts_calls(model_from):
+    d = debate(model_from(lambda req: scripted.Delayed(0.2, {"answer": 1})), Limits(debate_timeout=0.3))
+
+    async def step(n):
+        await d.gather([d.ask("a", [{"role": "user", "content": "q"}], Num, phase="p", round=n)])
+        d.record_round(n, {"a": 1})
+
+    assert asyncio.run(d.rounds(step, 10)) == "timeout"
+    assert len(d.history) == 2 and "TIMEOUT: a in p" in d.log
+
+
+def test_plateau_rule():
+    rule = plateau("score", 5)
+    rounds = [RoundRecord(round=1, extra={"score": 80}), RoundRecord(round=2, extra={"score": 83})]
+    assert rule(rounds[:1]) is None and rule(rounds) == "plateau"
+    rounds[1].extra["score"] = 90
+    assert rule(rounds) is None
+
+
+def test_agreement_needs_every_agent_answered():
+    assert agreement([RoundRecord(round=1, answers={"a": 1, "b": None})]) is None
+    assert agreement([RoundRecord(round=1, answers={"a": "Yes", "b": " yes"})]) == "agreement"

@@ -1,0 +1,132 @@
+import asyncio
+
+from pydantic import BaseModel
+
+from debatekit import scripted
+from debatekit.cache import ResponseCache
+from debatekit.gateway import Gateway
+
+
+class Num(BaseModel):
+    answer: int
+
+
+MSG = [{"role": "user", "content": "what is 2+2?"}]
+
+
+def complete(gateway, model, messages=MSG, output=Num, **kw):
+    return asyncio.run(gateway.complete(model, messages, output, **kw))
+
+
+def test_structured_output_is_parsed_with_usage():
+    model = scripted.register("g-ok", replies=['{"answer": 4}'])
+    c = complete(Gateway(), model)
+    assert c.ok and c.parsed == Num(answer=4)
+    assert c.prompt_tokens == 3 and c.completion_tokens == 2 and c.cost == 0.0
+    assert c.calls == 1 and c.faults == []
+
+
+def test_transient_faults_are_retried_and_recorded():
+    model = scripted.register("g-retry", replies=[scripted.Fault("rate_limit"), scripted.Fault("server"),
+                                                  scripted.Fault("timeout"), '{"answer": 4}'])
+    c = complete(Gateway(backoff=0.001), model)
+    assert c.ok and c.parsed.answer == 4
+    assert c.faults == ["rate_limit", "server", "timeout"] and c.retries == 3 and c.calls == 4
+
+
+def test_retries_are_bounded_then_the_error_is_returned_not_raised():
+    model = scripted.register("g-down", replies=[scripted.Fault("server")] * 10)
+    c = complete(Gateway(backoff=0.001, max_retries=2), model)
+    assert not c.ok and c.error_kind == "server" and c.calls == 3
+
+
+def test_non_transient_error_is_not_retried():
+    model = scripted.register("g-bad", replies=[scripted.Fault("bad_request"), '{"answer": 4}'])
+    c = complete(Gateway(backoff=0.001), model)
+    assert c.error_kind == "error" and c.calls == 1 and "BadRequest" in c.error
+
+
+def test_invalid_output_gets_one_repair_round():
+    model = scripted.register("g-repair", replies=['{"answer": "four"}', '{"answer": 4}'])
+    c = complete(Gateway(), model)
+    assert c.ok and c.parsed.answer == 4 and c.parse_failures == 1
+    repair = scripted.get("g-repair").requests[1].messages
+    assert repair[-2] == {"role": "assistant", "content": '{"answer": "four"}'}
+    assert "answer" in repair[-1]["content"]
+
+
+def test_output_still_invalid_after_repair_is_a_recorded_parse_failure():
+    model = scripted.register("g-garbage", replies=["not json at all", "still not json"])
+    c = complete(Gateway(), model)
+    assert not c.ok and c.parsed is None and c.error_kind == "parse" and c.parse_failures == 2
+
+
+def test_empty_reply_is_retried():
+    model = scripted.register("g-empty", replies=["", '{"answer": 4}'])
+    c = complete(Gateway(backoff=0.001), model)
+    assert c.ok and c.faults == ["empty"]
+
+
+def test_hanging_call_times_out_and_is_retried():
+    model = scripted.register("g-hang", replies=[scripted.Fault("hang"), '{"answer": 4}'])
+    c = complete(Gateway(backoff=0.001), model, timeout=0.1)
+    assert c.ok and c.faults == ["timeout"] and c.timeouts == 1
+
+
+def test_cache_replays_without_provider_calls(tmp_path):
+    model = scripted.register("g-cache", replies=['{"answer": 4}'])
+    gateway = Gateway(cache=ResponseCache(tmp_path / "c.sqlite"))
+    first = complete(gateway, model, seed=1)
+    second = complete(gateway, model, seed=1)
+    assert first.calls == 1 and not first.cache_hit
+    assert second.calls == 0 and second.cache_hit and second.parsed.answer == 4
+    assert second.completion_tokens == first.completion_tokens
+    assert len(scripted.get("g-cache").requests) == 1
+
+
+def test_cache_key_includes_parameters(tmp_path):
+    model = scripted.register("g-keys", replies=['{"answer": 4}', '{"answer": 5}'])
+    gateway = Gateway(cache=ResponseCache(tmp_path / "c.sqlite"))
+    assert complete(gateway, model, seed=1).parsed.answer == 4
+    assert complete(gateway, model, seed=2).parsed.answer == 5
+
+
+def test_without_cache_every_call_reaches_the_provider():
+    model = scripted.register("g-nocache", replies=['{"answer": 4}', '{"answer": 4}'])
+    gateway = Gateway(cache=None)
+    complete(gateway, model)
+    complete(gateway, model)
+    assert len(scripted.get("g-nocache").requests) == 2
+
+
+def test_concurrency_is_limited_per_model():
+    gateway = Gateway(concurrency=2)
+    state = {"now": 0, "max": 0}
+
+    async def fake_call(model, messages, params, fmt):
+        state["now"] += 1
+        state["max"] = max(state["max"], state["now"])
+        await asyncio.sleep(0.01)
+        state["now"] -= 1
+        return {"text": '{"answer": 1}', "prompt_tokens": 1, "completion_tokens": 1, "cost": 0.0}
+
+    gateway._call = fake_call
+
+    async def many():
+        return await asyncio.gather(*(gateway.complete("scripted/x", MSG, Num) for _ in range(8)))
+
+    results = asyncio.run(many())
+    assert all(r.ok for r in results) and state["max"] == 2
+
+
+def test_scripted_model_sees_schema_and_seed():
+    model = scripted.register("g-seen", replies=['{"answer": 4}'])
+    complete(Gateway(), model, seed=7, temperature=0.5)
+    request = scripted.get("g-seen").requests[0]
+    assert request.schema["properties"]["answer"]["type"] == "integer"
+    assert request.params["seed"] == 7 and request.params["temperature"] == 0.5
+
+
+def test_schema_model_makes_valid_output_for_any_schema():
+    c = complete(Gateway(), "scripted/schema")
+    assert c.ok and isinstance(c.parsed.answer, int)

@@ -1,0 +1,23 @@
+"""The README opens with the two commands, and CI runs exactly the README's test command."""
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_opens_with_two_commands():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert lines[0] == "# debatekit" and lines[2] == "```bash"
+    main_job, tests = readme_commands()
+    assert "debatekit run" in main_job and "--model" not in main_job
+    assert "pytest" in tests
+
+
+def test_ci_runs_the_readme_test_command():
+    assert readme_commands()[1] in (ROOT / ".ci" / "run").read_text().splitlines()

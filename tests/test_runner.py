@@ -1,0 +1,96 @@
+import json
+
+import pytest
+
+from debatekit import registry
+from debatekit.engine import Outcome
+from debatekit.runner import run
+from debatekit.schemas import RunConfig
+from debatekit.trace import RunFolderError
+from tests.conftest import answer
+
+
+def config(dataset, model, **kw):
+    return RunConfig(protocol="society_of_mind", dataset=str(dataset), model=model,
+                     params={"agents": 2, "rounds": 2}, **kw)
+
+
+def test_run_folder_holds_run_events_and_debates(tmp_path, arithmetic_file, model_from):
+    model = model_from(lambda req: answer(int(req.item_id[1:]) * 10))
+    result = run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["status"] == "complete" and record["schema_version"] == 1
+    assert record["model"] == model and record["dataset"]["items"] == 3 and len(record["dataset"]["sha256"]) == 64
+    assert record["config"]["params"] == {"agents": 2, "rounds": 2} and record["debatekit_version"]
+    assert record["summary"]["accuracy"] == 1.0 and record["summary"]["items"] == 3
+    assert len((tmp_path / "r" / "debates.jsonl").read_text().splitlines()) == 3
+    assert len((tmp_path / "r" / "events.jsonl").read_text().splitlines()) == 6  # agreement after round 1
+    assert result.summary["calls"] == 6
+
+
+def test_rerun_with_cache_makes_zero_model_calls(tmp_path, arithmetic_file, model_from):
+    calls = []
+    model = model_from(lambda req: calls.append(1) or answer(req.params["seed"] % 7))
+    first = run(config(arithmetic_file, model), tmp_path / "a", progress=False)
+    n = len(calls)
+    second = run(config(arithmetic_file, model), tmp_path / "b", progress=False)
+    assert len(calls) == n and second.summary["provider_calls"] == 0
+    assert second.summary["cache_hits"] == second.summary["calls"] == first.summary["calls"]
+    assert sorted(d.final_answer for d in second.debates) == sorted(d.final_answer for d in first.debates)
+
+
+def test_no_cache_calls_the_model_again(tmp_path, arithmetic_file, model_from):
+    calls = []
+    model = model_from(lambda req: calls.append(1) or answer(1))
+    run(config(arithmetic_file, model, cache=False), tmp_path / "a", progress=False)
+    n = len(calls)
+    run(config(arithmetic_file, model, cache=False), tmp_path / "b", progress=False)
+    assert len(calls) == 2 * n
+
+
+def test_resume_skips_finished_items(tmp_path, arithmetic_file, model_from):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or answer(10))
+    run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", progress=False)
+    assert set(asked) == {"q1", "q2"}
+    asked.clear()
+    with pytest.raises(RunFolderError, match="configuration differs"):
+        run(config(arithmetic_file, model, cache=False), tmp_path / "r", resume=True, progress=False)
+    # the same config, with one debate line removed as if the run had been killed
+    path = tmp_path / "r" / "debates.jsonl"
+    path.write_text(path.read_text().splitlines()[0] + "\n" + '{"torn": ')
+    result = run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
+    assert len(set(asked)) == 1 and sorted(d.item_id for d in result.debates) == ["q1", "q2"]
+
+
+def test_existing_run_folder_is_not_overwritten(tmp_path, arithmetic_file, model_from):
+    model = model_from(lambda req: answer(1))
+    run(config(arithmetic_file, model, limit=1), tmp_path / "r", progress=False)
+    with pytest.raises(RunFolderError, match="already holds a run"):
+        run(config(arithmetic_file, model, limit=1), tmp_path / "r", progress=False)
+
+
+def test_a_crashing_debate_is_recorded_as_failed_and_the_run_goes_on(tmp_path, arithmetic_file, model_from):
+    @registry.protocol("test_crashes_on_q2")
+    def crashes():
+        async def solve(item, debate):
+            if item.id == "q2":
+                raise RuntimeError("boom")
+            return Outcome(final_answer=item.answer)
+        return solve
+
+    result = run(RunConfig(protocol="test_crashes_on_q2", dataset=str(arithmetic_file), model="scripted/schema"),
+                 tmp_path / "r", progress=False)
+    by_id = {d.item_id: d for d in result.debates}
+    assert by_id["q2"].status == "failed" and "boom" in by_id["q2"].error
+    assert by_id["q1"].correct and by_id["q3"].correct
+    assert result.summary["failed"] == 1 and result.summary["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic_file, model_from):
+    model = model_from(lambda req: answer(10))
+    secret = "sk-test-PLANTED-SECRET-123"
+    run(config(arithmetic_file, model, limit=1, model_options={model: {"api_key": secret}}),
+        tmp_path / "r", progress=False)
+    for path in (tmp_path / "r").iterdir():
+        assert secret not in path.read_text()
