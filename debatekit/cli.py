@@ -69,6 +69,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def command_modules():
+    """Extra subcommands: each module in `debatekit/commands/` has `add(subparsers) -> {name: handler}`."""
+    import importlib
+    import pkgutil
+
+    import debatekit.commands as package
+
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+        yield importlib.import_module(f"{package.__name__}.{info.name}")
+
+
 def cmd_run(args) -> int:
     from debatekit import registry
     from debatekit.runner import run
@@ -171,8 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.trace import RunFolderError
 
     parser = build_parser()
-    args = parser.parse_args(argv)
     handler = {"run": cmd_run, "protocols": cmd_protocols, "datasets": cmd_datasets, "models": cmd_models}
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for module in command_modules():
+        handler.update(module.add(sub))
+    args = parser.parse_args(argv)
     try:
         return handler[args.command](args)
     except ValidationError as exc:

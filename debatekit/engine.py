@@ -18,6 +18,7 @@ import hashlib
 import json
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from pydantic import BaseModel
@@ -26,6 +27,7 @@ from debatekit import scripted
 from debatekit.gateway import Completion, Gateway
 from debatekit.metrics import answers_equal
 from debatekit.schemas import CallEvent, RoundRecord, Usage
+from debatekit.trace import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]
 
@@ -98,8 +100,9 @@ class Debate:
 
     def __init__(self, item: Any, *, gateway: Gateway, model: str, run_id: str, debate_id: str,
                  seed: int = 0, limits: Limits | None = None,
-                 on_event: Callable[[CallEvent], None] | None = None):
+                 on_event: Callable[[CallEvent], None] | None = None, folder: Path | None = None):
         self.item, self.gateway, self.model = item, gateway, model
+        self.folder = folder  # where this debate's own files go (seed-named traces); None: not kept
         self.run_id, self.debate_id, self.seed = run_id, debate_id, seed
         self.limits = limits or Limits()
         self.on_event = on_event or (lambda event: None)
@@ -193,6 +196,15 @@ class Debate:
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
             retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time()))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
+
+    def write(self, name: str, data: BaseModel | dict) -> Path | None:
+        """Write a per-debate JSON file (e.g. a seed's `debate_round1_nla.json`) atomically."""
+        if self.folder is None:
+            return None
+        self.folder.mkdir(parents=True, exist_ok=True)
+        path = self.folder / name
+        write_json_atomic(path, data)
+        return path
 
     # --- rounds -----------------------------------------------------------------------------
     def record_round(self, round: int, answers: dict[str, Any], **extra) -> RoundRecord:

@@ -82,7 +82,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         async with slots:
             debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
                             debate_id=uuid.uuid4().hex[:12], seed=config.seed, limits=limits,
-                            on_event=lambda event: folder.append(EVENTS_FILE, event))
+                            on_event=lambda event: folder.append(EVENTS_FILE, event),
+                            folder=folder.path / "items" / _safe_name(item.id))
             result = await _debate(solver, item, debate, config.protocol)
             folder.append(DEBATES_FILE, result)
             if on_debate:
@@ -161,6 +162,10 @@ async def _debate(solver, item, debate: Debate, protocol: str) -> DebateRecord:
         stop_reason=debate.stop_reason, converged=outcome.converged,
         needs_human_review=outcome.needs_human_review, escalation_reason=outcome.escalation_reason,
         output=outcome.output, usage=debate.usage, wall_s=round(debate.elapsed, 3), log=debate.log)
+
+
+def _safe_name(item_id: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in item_id)
 
 
 def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> RunRecord:

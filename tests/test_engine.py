@@ -121,3 +121,10 @@ def test_plateau_rule():
 def test_agreement_needs_every_agent_answered():
     assert agreement([RoundRecord(round=1, answers={"a": 1, "b": None})]) is None
     assert agreement([RoundRecord(round=1, answers={"a": "Yes", "b": " yes"})]) == "agreement"
+
+
+def test_debate_writes_its_own_files_atomically(tmp_path):
+    d = Debate(ITEM, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d", folder=tmp_path / "i1")
+    path = d.write("debate_round1_nla.json", {"round": 1})
+    assert path.read_text().strip().startswith("{") and '"round": 1' in path.read_text()
+    assert Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d").write("x.json", {}) is None
