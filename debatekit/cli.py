@@ -131,12 +131,27 @@ def summary_table(results) -> str:
         rows.append((cfg.protocol, params, str(s["items"]), str(s["failed"]), acc,
                      f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
                      str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
-                     str(s["parse_failures"]), f"{s['wall_s_sum']:.0f}"))
+                     str(s["parse_failures"]), f"{s['wall_s']:.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     where = "\n".join(f"trace: {r.path}" for r in results)
-    return "\n".join(lines) + "\n" + where
+    return "\n".join(lines) + "\n" + "".join(round_table(r) for r in results) + where
+
+
+def round_table(result) -> str:
+    """Per-round dynamics of a multi-round run (empty for single-round runs)."""
+    from debatekit.analysis import load_runs, round_metrics
+
+    metrics = round_metrics(load_runs([result.path]))
+    if metrics.empty or metrics["round"].max() < 2:
+        return ""
+    lines = [f"\n{result.record.config.protocol} by round (debates still running at that round):",
+             "round  debates  agent acc  majority acc  agreement  wrong->right  right->wrong"]
+    for row in metrics.itertuples():
+        lines.append(f"{row.round:<5}  {row.debates:<7}  {row.agent_accuracy:<9.2f}  {row.majority_accuracy:<12.2f}  "
+                     f"{row.agreement:<9.2f}  {row.wrong_to_right:<12}  {row.right_to_wrong}")
+    return "\n".join(lines) + "\n\n"
 
 
 def cmd_protocols(args) -> int:

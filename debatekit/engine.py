@@ -134,14 +134,21 @@ class Debate:
     # --- calls ------------------------------------------------------------------------------
     def ask(self, agent: str, messages: list[dict], output: type[BaseModel] | None = None, *,
             phase: str, round: int | None = None, **options) -> Ask:
-        """A call of `agent` in `phase`; options: model, temperature, max_tokens, sample."""
+        """A call of `agent` in `phase`; options: model, temperature, max_tokens, sample, timeout.
+
+        `timeout` caps this whole call (all attempts and repairs) in seconds; past it the
+        call is a timed-out Turn, logged like a round timeout.
+        """
         return Ask(self, agent, messages, output, phase, round, options)
 
-    async def gather(self, asks: Iterable[Ask]) -> list[Turn]:
-        """Run asks in parallel; those unfinished at the round or debate timeout are cut off."""
+    async def gather(self, asks: Iterable[Ask], timeout: float | None = None) -> list[Turn]:
+        """Run asks in parallel; those unfinished at the round or debate timeout are cut off.
+
+        `timeout` (seconds) caps this phase below the configured round timeout.
+        """
         asks = list(asks)
         tasks = [asyncio.ensure_future(self._run(a)) for a in asks]
-        limit = _min(self.limits.round_timeout, self.remaining)
+        limit = _min(self.limits.round_timeout, self.remaining, timeout)
         done, pending = await asyncio.wait(tasks, timeout=limit) if tasks else (set(), set())
         for task in pending:
             task.cancel()
@@ -154,8 +161,9 @@ class Debate:
         opts = ask.options
         seed = derive_seed(self.seed, _item_id(self.item), ask.agent, ask.round, ask.phase, opts.get("sample", 0))
         timeout = _min(self.limits.call_timeout, self.remaining)
-        if timeout == 0.0:
-            return self._timed_out(ask, "debate")
+        cap = _min(opts.get("timeout"), self.remaining)  # the whole call, all attempts
+        if timeout == 0.0 or (cap is not None and cap <= 0.0):
+            return self._timed_out(ask, "debate" if timeout == 0.0 else "call")
         where = scripted.CALL.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
                                    "item_id": _item_id(self.item), "sample": opts.get("sample", 0)})
         try:
@@ -163,9 +171,9 @@ class Debate:
                 opts.get("model") or self.model, ask.messages, ask.output,
                 temperature=opts.get("temperature"), seed=seed,
                 max_tokens=opts.get("max_tokens") or self.limits.max_tokens,
-                timeout=self.limits.call_timeout), _min(None, self.remaining))
+                timeout=_min(self.limits.call_timeout, opts.get("timeout"))), cap)
         except asyncio.TimeoutError:
-            return self._timed_out(ask, "debate")
+            return self._timed_out(ask, "debate" if self.timed_out else "call")
         finally:
             scripted.CALL.reset(where)
         return self._record(ask, completion)
@@ -192,7 +200,8 @@ class Debate:
         self.on_event(CallEvent(
             run_id=self.run_id, debate_id=self.debate_id, item_id=_item_id(self.item), round=ask.round,
             phase=ask.phase, agent=ask.agent, model=c.model, prompt_hash=prompt_hash(ask.messages),
-            prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, latency_s=round(c.latency, 4),
+            prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, cached_tokens=c.cached_tokens,
+            latency_s=round(c.latency, 4),
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
             retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time()))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)

@@ -16,6 +16,9 @@ and `scripted/...` (deterministic replies for tests and dry runs).
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
+import json
 import logging
 import os
 import time
@@ -38,6 +41,35 @@ REPAIR_PROMPT = (
 )
 
 
+class ModelError(ValueError):
+    """A model string that no provider can serve; the message names it."""
+
+
+def check_model(model: str) -> None:
+    """Fail early, with the model named, on a model string no provider can serve.
+
+    `scripted/NAME` must be registered, `local/NAME` a known model or a .gguf path; any other
+    string must name a litellm provider (this imports litellm, which the first call needs anyway).
+    """
+    provider, _, name = model.partition("/")
+    if provider == "scripted":
+        if name not in scripted._models:
+            raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
+    elif provider == "local":
+        from debatekit import local
+
+        try:
+            local.model_path(name)
+        except local.LocalModelError as exc:
+            raise ModelError(f"model {model!r}: {exc}") from exc
+    else:
+        try:
+            _litellm().get_llm_provider(model)
+        except Exception as exc:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
+            raise ModelError(f"model {model!r}: litellm knows no provider for it; use a litellm model string "
+                             f"such as openai/gpt-4o-mini, ollama/llama3, hosted_vllm/NAME, local/NAME") from exc
+
+
 def default_model() -> str:
     """The model used when none is named: $DEBATEKIT_MODEL or the embedded local model."""
     return os.environ.get("DEBATEKIT_MODEL") or DEFAULT_MODEL
@@ -52,6 +84,7 @@ class Completion:
     parsed: BaseModel | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the provider reused from its prompt cache
     cost: float | None = 0.0
     latency: float = 0.0
     calls: int = 0
@@ -91,11 +124,17 @@ class ProviderFault(Exception):
 
 
 def response_format(output: type[BaseModel]) -> dict:
-    """The OpenAI `json_schema` response format of a pydantic model."""
-    return {
+    """The OpenAI `json_schema` response format of a pydantic model (a fresh dict each call)."""
+    return json.loads(_response_format_text(output))
+
+
+@functools.lru_cache(maxsize=256)
+def _response_format_text(output: type[BaseModel]) -> str:
+    # model_json_schema costs ~0.3 ms per call; a model's schema does not change, so build it once
+    return json.dumps({
         "type": "json_schema",
         "json_schema": {"name": output.__name__, "schema": output.model_json_schema(), "strict": False},
-    }
+    })
 
 
 def extract_json(text: str) -> str:
@@ -132,6 +171,7 @@ class Gateway:
         self.backoff = backoff
         self.timeout = timeout
         self.model_options = model_options or {}
+        _SECRETS.update(_secret_values(self.model_options))
         self.stats: Counter = Counter()
         self._semaphores: dict[str, asyncio.Semaphore] = {}
 
@@ -180,8 +220,10 @@ class Gateway:
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             done.cache_hits += 1
             self.stats["cache_hits"] += 1
+            self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
             _add_usage(done, hit)
             return hit
+        _litellm()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
         for attempt in range(self.max_retries + 1):
             try:
                 async with self._semaphore(model):
@@ -189,6 +231,7 @@ class Gateway:
                     self.stats["calls"] += 1
                     reply = await asyncio.wait_for(self._call(model, messages, params, fmt), timeout)
                 _add_usage(done, reply)
+                self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
                 if not reply["text"].strip():
                     raise ProviderFault("empty", "the model returned an empty reply")
                 if self.cache is not None:
@@ -196,6 +239,7 @@ class Gateway:
                 return reply
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and recorded
                 kind, message = _classify(exc)
+                message = redact(message)  # a provider may repeat the credential it was sent
                 done.faults.append(kind)
                 self.stats[kind] += 1
                 if kind not in TRANSIENT or attempt == self.max_retries:
@@ -222,6 +266,7 @@ class Gateway:
             "text": reply.choices[0].message.content or "",
             "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
             "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "cached_tokens": getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
             "cost": cost,
         }
 
@@ -234,6 +279,7 @@ class Gateway:
 def _add_usage(done: Completion, reply: dict) -> None:
     done.prompt_tokens += reply.get("prompt_tokens", 0)
     done.completion_tokens += reply.get("completion_tokens", 0)
+    done.cached_tokens += reply.get("cached_tokens", 0)
     if done.cost is not None:
         done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
 
@@ -288,20 +334,35 @@ def _litellm():
         litellm.telemetry = False
         litellm.drop_params = True
         logging.getLogger("LiteLLM").setLevel(logging.ERROR)
+        for name in _CHATTY_LOGGERS:  # their debug logs print request headers and options
+            logging.getLogger(name).addFilter(_redact_record)
         litellm.custom_provider_map = [
             {"provider": "local", "custom_handler": _local_provider(litellm)},
             {"provider": "scripted", "custom_handler": _scripted_provider(litellm)},
         ]
+        # litellm's first call imports these lazily (tiktoken's encoding: 1-3 s); done here, so
+        # that this time does not count against the timeout of the first calls in flight
+        for module in _FIRST_CALL_IMPORTS:
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
         _LIB = litellm
     return _LIB
 
 
-def _fill(litellm, model_response, model: str, text: str, prompt_tokens: int, completion_tokens: int):
+_FIRST_CALL_IMPORTS = ("litellm.litellm_core_utils.default_encoding", "litellm.proxy._types",
+                       "litellm.types.object_permission")
+
+
+def _fill(litellm, model_response, model: str, text: str, prompt_tokens: int, completion_tokens: int,
+          cached_tokens: int | None = None):
     model_response.choices[0].message.content = text
     model_response.model = model
     model_response.usage = litellm.Usage(
         prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
         total_tokens=prompt_tokens + completion_tokens,
+        prompt_tokens_details=None if cached_tokens is None else {"cached_tokens": cached_tokens},
     )
     return model_response
 
@@ -327,7 +388,8 @@ def _local_provider(litellm):
             reply = await engine.achat(request)
             usage = reply.get("usage", {})
             return _fill(litellm, kwargs["model_response"], model, reply["choices"][0]["message"]["content"] or "",
-                         usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
+                         usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
+                         (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0))
 
     return LocalProvider()
 
@@ -364,8 +426,48 @@ def _scripted_provider(litellm):
     return ScriptedProvider()
 
 
+HIDDEN = ("key", "token", "secret", "password", "auth", "credential", "cookie")
+_SECRETS: set[str] = set()  # credential values given in any gateway's model options
+_CHATTY_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "openai._base_client",
+                   "httpx", "httpcore.http11", "httpcore.connection", "aiohttp.client")
+
+
+def _secret_values(value: Any, hidden: bool = False) -> set[str]:
+    if isinstance(value, dict):
+        return set().union(*(_secret_values(v, hidden or any(h in str(k).lower() for h in HIDDEN))
+                             for k, v in value.items()))
+    if isinstance(value, list):
+        return set().union(*(_secret_values(v, hidden) for v in value))
+    return {value} if hidden and isinstance(value, str) and len(value) >= 6 else set()
+
+
+def redact(text: str) -> str:
+    """`text` with every known credential replaced by ***: values of credential-named keys in
+    model options and of credential-named environment variables (OPENAI_API_KEY, ...)."""
+    env = {v for k, v in os.environ.items() if len(v) >= 6 and any(h in k.lower() for h in HIDDEN)}
+    for secret in sorted(_SECRETS | env, key=len, reverse=True):
+        if secret in text:
+            text = text.replace(secret, "***")
+    return text
+
+
+def _redact_record(record: logging.LogRecord) -> bool:
+    """Logging filter: a record's message with credentials masked (it is always kept)."""
+    message = record.getMessage()
+    masked = redact(message)
+    if masked != message:
+        record.msg, record.args = masked, None
+    return True
+
+
 def model_options_public(options: dict[str, dict]) -> dict[str, dict]:
-    """Model options with credentials removed, for traces."""
-    hidden = ("key", "token", "secret", "password")
-    return {m: {k: ("***" if any(h in k.lower() for h in hidden) else v) for k, v in o.items()}
-            for m, o in options.items()}
+    """Model options with credentials removed, for traces (nested ones too, e.g. extra_headers)."""
+    return {m: _mask(o) for m, o in options.items()}
+
+
+def _mask(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: "***" if any(h in str(k).lower() for h in HIDDEN) else _mask(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_mask(v) for v in value]
+    return value

@@ -176,7 +176,8 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
 class Engine:
     """One xllamacpp server loaded in-process with `slots` parallel sequences."""
 
-    def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096):
+    def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096, *, port: int = 0,
+                 host: str = "127.0.0.1", alias: str | None = None):
         try:
             import xllamacpp
         except ImportError as exc:
@@ -187,15 +188,24 @@ class Engine:
         params.model.path = str(path)
         params.n_parallel = slots
         params.n_ctx = ctx_per_slot * slots
-        threads = max(1, os.cpu_count() or 1)
+        threads = int(os.environ.get("DEBATEKIT_LOCAL_THREADS") or max(1, os.cpu_count() or 1))
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
         params.verbosity = -1
+        # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
+        params.port, params.hostnames = port, [host]
+        if alias:
+            params.model_alias = {alias}
         self.path, self.slots = path, slots
         self.server = xllamacpp.Server(params)
         # handle_chat_completions blocks its thread: one thread per slot keeps every slot busy.
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="debatekit-local")
+
+    @property
+    def address(self) -> str:
+        """The HTTP address the engine listens on, e.g. http://127.0.0.1:8765."""
+        return self.server.listening_address
 
     def chat(self, request: dict) -> dict:
         """One OpenAI-style chat completion (blocking)."""

@@ -18,11 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from debatekit import __version__, datasets, registry
+from debatekit import __version__, datasets, registry, review
 from debatekit.analysis import summarize
 from debatekit.cache import ResponseCache
 from debatekit.engine import Debate, Limits, Outcome
-from debatekit.gateway import Gateway, default_model, model_options_public
+from debatekit.gateway import Gateway, check_model, default_model, model_options_public
 from debatekit.local import cache_dir
 from debatekit.metrics import answers_equal
 from debatekit.schemas import DebateRecord, RunConfig, RunRecord
@@ -65,6 +65,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
+    check_model(config.model or default_model())
     folder = RunFolder(out or default_out(config))
     record = _open_record(folder, config, info, resume)
     done_ids = {d.item_id for d in folder.debates() if d.status == "ok"} if resume else set()
@@ -77,6 +78,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                     config.token_budget, config.max_tokens)
     bar = _progress(len(items), len(items) - len(todo), config.protocol, progress)
     slots = asyncio.Semaphore(config.concurrency)
+    started = time.monotonic()
 
     async def one(item) -> None:
         async with slots:
@@ -86,11 +88,12 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                             folder=folder.path / "items" / _safe_name(item.id))
             result = await _debate(solver, item, debate, config.protocol)
             folder.append(DEBATES_FILE, result)
+            review.enqueue(folder, result, f"items/{_safe_name(item.id)}")  # escalated: human review queue
             if on_debate:
                 on_debate(result)
             bar.update(1)
             stats = gateway.stats
-            bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], refresh=False)
+            bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], tokens=stats["tokens"], refresh=False)
 
     try:
         await asyncio.gather(*(one(item) for item in todo))
@@ -101,7 +104,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     finally:
         bar.close()
         debates = [d for d in folder.debates() if d.item_id in {i.id for i in items}]
-        record.summary = summarize(debates)
+        record.summary = {**summarize(debates), **review.counts(folder.path)}
+        record.summary["wall_s"] = round(time.monotonic() - started, 2)  # this session's run time
         record.finished = now()
         folder.write_run(record)
         folder.close()

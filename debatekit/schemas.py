@@ -67,6 +67,8 @@ class CallEvent(BaseModel):
     prompt_hash: str
     prompt_tokens: int
     completion_tokens: int
+    cached_tokens: int = 0
+    """Prompt tokens the provider reused from its prompt cache (local engine, OpenAI)."""
     latency_s: float
     cost: float | None
     calls: int

@@ -48,8 +48,8 @@ def test_each_call_gets_a_distinct_stable_seed(model_from):
 
 def test_round_timeout_cuts_off_slow_agents_and_logs_them(model_from):
     events = []
-    model = model_from(lambda req: scripted.Delayed(5, {"answer": 1}) if req.agent == "slow" else {"answer": 2})
-    d = debate(model, Limits(round_timeout=0.3), events)
+    model = model_from(lambda req: scripted.Delayed(600, {"answer": 1}) if req.agent == "slow" else {"answer": 2})
+    d = debate(model, Limits(round_timeout=5), events)
     turns = asyncio.run(d.gather(d.ask(a, [{"role": "user", "content": "q"}], Num, phase="critique", round=1)
                                  for a in ("fast", "slow")))
     assert turns[0].ok and not turns[1].ok and turns[1].completion.error_kind == "timeout"
@@ -100,14 +100,14 @@ def test_token_budget_stops_the_debate(model_from):
 
 
 def test_debate_timeout_stops_rounds_and_cuts_calls(model_from):
-    d = debate(model_from(lambda req: scripted.Delayed(0.2, {"answer": 1})), Limits(debate_timeout=0.3))
+    d = debate(model_from(lambda req: scripted.Delayed(0.4, {"answer": 1})), Limits(debate_timeout=1.0))
 
     async def step(n):
         await d.gather([d.ask("a", [{"role": "user", "content": "q"}], Num, phase="p", round=n)])
         d.record_round(n, {"a": 1})
 
-    assert asyncio.run(d.rounds(step, 10)) == "timeout"
-    assert len(d.history) == 2 and "TIMEOUT: a in p" in d.log
+    assert asyncio.run(d.rounds(step, 100)) == "timeout"
+    assert 1 <= len(d.history) <= 3 and "TIMEOUT: a in p" in d.log  # the call running at the limit is cut
 
 
 def test_plateau_rule():
@@ -128,3 +128,24 @@ def test_debate_writes_its_own_files_atomically(tmp_path):
     path = d.write("debate_round1_nla.json", {"round": 1})
     assert path.read_text().strip().startswith("{") and '"round": 1' in path.read_text()
     assert Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d").write("x.json", {}) is None
+
+
+def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model_from):
+    from debatekit.gateway import _litellm
+
+    _litellm()  # imported before the clock matters
+    d = debate(model_from(lambda req: scripted.Delayed(60 if req.agent == "slow" else 0.0, {"answer": 1})))
+    q = [{"role": "user", "content": "q"}]
+
+    async def go():
+        assert (await d.ask("fast", q, Num, phase="warm-up")).ok  # litellm's first call sets itself up
+        alone = await d.ask("slow", q, Num, phase="p", round=1, timeout=0.5)
+        none_left = await d.ask("fast", q, Num, phase="p", round=1, timeout=0.0)
+        phase = await d.gather([d.ask("slow", q, Num, phase="g", round=2), d.ask("fast", q, Num, phase="g", round=2)],
+                               timeout=5.0)
+        return alone, none_left, phase
+
+    alone, none_left, (slow, fast) = asyncio.run(go())
+    assert not alone.ok and alone.completion.error_kind == "timeout" and not none_left.ok
+    assert fast.ok and not slow.ok
+    assert d.log == ["TIMEOUT: slow in p", "TIMEOUT: fast in p", "TIMEOUT: slow in g"]

@@ -1,0 +1,28 @@
+"""`python -m benchmarks NAME [options]`; `python -m benchmarks` lists them."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+BENCHMARKS = {
+    "overhead": "framework overhead per model call vs bare litellm mock_response",
+    "concurrency": "450 calls to a 300 ms loopback OpenAI-compatible server: vs sequential and the lower bound",
+    "cache_replay": "re-running the concurrency sweep from the cache: zero calls, share of first wall time",
+    "footprint": "import time of debatekit and peak memory of a 100-item scripted run",
+    "local_engine": "tokens/s of debatekit on the local model vs the raw xllamacpp engine, prompt-cache reuse",
+}
+
+
+def main(argv: list[str]) -> int:
+    if not argv or argv[0] not in BENCHMARKS:
+        print("usage: python -m benchmarks NAME [options]  (NAME --help for options)\n")
+        for name, what in BENCHMARKS.items():
+            print(f"  {name:14} {what}")
+        return 0 if not argv else 2
+    module = importlib.import_module(f"benchmarks.{argv[0]}")
+    return module.main(argv[1:]) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,211 @@
+"""Human review of escalated debates (any protocol): a queue and verdicts kept in the run folder.
+
+A debate whose `DebateRecord.needs_human_review` is set lands in `review_queue.jsonl` (the
+runner appends it when the debate finishes). A human records a verdict with
+`debatekit review RUN_DIR --item ID --verdict approve|reject|revise --note TEXT`, or in
+Jupyter with `review_form(RUN_DIR)`; verdicts are appended to `reviews.jsonl` (the latest
+verdict per item counts) and the run summary in `run.json` gets the review counts.
+
+    counts("runs/x")   # {"escalated": 2, "reviewed": 1, "review_pending": 1, "verdicts": {"approve": 1}}
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import time
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from debatekit.schemas import DebateRecord
+from debatekit.trace import RunFolder, read_jsonl
+
+QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
+VERDICTS = ("approve", "reject", "revise")
+Verdict = Literal["approve", "reject", "revise"]
+
+
+class ReviewItem(BaseModel):
+    """An escalated debate waiting for a human: one line of review_queue.jsonl."""
+
+    run_id: str
+    debate_id: str
+    item_id: str
+    protocol: str
+    escalation_reason: str | None = None
+    final_answer: Any = None
+    item_dir: str
+    """Folder of the debate's own files, relative to the run folder (e.g. items/lc-001)."""
+    queued: float
+
+
+class Review(BaseModel):
+    """A human verdict on one escalated debate: one line of reviews.jsonl."""
+
+    item_id: str
+    debate_id: str
+    verdict: Verdict
+    note: str = ""
+    reviewer: str = ""
+    ts: float
+
+
+class ReviewError(ValueError):
+    """A verdict cannot be recorded (unknown item, bad verdict, not a run folder)."""
+
+
+def enqueue(folder: RunFolder, record: DebateRecord, item_dir: str) -> ReviewItem | None:
+    """Put an escalated debate in the run's review queue (no-op for debates not escalated)."""
+    if not record.needs_human_review:
+        return None
+    entry = ReviewItem(run_id=record.run_id, debate_id=record.debate_id, item_id=record.item_id,
+                       protocol=record.protocol, escalation_reason=record.escalation_reason,
+                       final_answer=record.final_answer, item_dir=item_dir, queued=time.time())
+    folder.append(QUEUE_FILE, entry)
+    return entry
+
+
+def queue(run_dir: Path | str) -> list[ReviewItem]:
+    """Escalated debates of a run, the latest entry per item (a resumed item supersedes)."""
+    latest = {row["item_id"]: ReviewItem.model_validate(row) for row in read_jsonl(Path(run_dir) / QUEUE_FILE)}
+    return list(latest.values())
+
+
+def reviews(run_dir: Path | str) -> dict[str, Review]:
+    """The latest verdict per item id."""
+    return {row["item_id"]: Review.model_validate(row) for row in read_jsonl(Path(run_dir) / REVIEWS_FILE)}
+
+
+def pending(run_dir: Path | str) -> list[ReviewItem]:
+    """Queued debates without a verdict on that debate."""
+    done = reviews(run_dir)
+    return [q for q in queue(run_dir) if q.item_id not in done or done[q.item_id].debate_id != q.debate_id]
+
+
+def counts(run_dir: Path | str) -> dict:
+    """Escalated, reviewed and pending debates of a run, and the verdicts given."""
+    queued, done = queue(run_dir), reviews(run_dir)
+    reviewed = [done[q.item_id] for q in queued if q.item_id in done and done[q.item_id].debate_id == q.debate_id]
+    verdicts = {v: sum(r.verdict == v for r in reviewed) for v in VERDICTS if any(r.verdict == v for r in reviewed)}
+    return {"escalated": len(queued), "reviewed": len(reviewed), "review_pending": len(queued) - len(reviewed),
+            "verdicts": verdicts}
+
+
+def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = "",
+                   reviewer: str | None = None) -> Review:
+    """Record a human verdict on a queued item and refresh the review counts in run.json.
+
+    Raises:
+        ReviewError: the item is not in the review queue, or the verdict is not one of
+            approve, reject, revise.
+    """
+    folder = RunFolder(run_dir)
+    if verdict not in VERDICTS:
+        raise ReviewError(f"verdict must be one of {', '.join(VERDICTS)}, got {verdict!r}")
+    entry = next((q for q in queue(run_dir) if q.item_id == item_id), None)
+    if entry is None:
+        ids = ", ".join(q.item_id for q in queue(run_dir)) or "none"
+        raise ReviewError(f"item {item_id!r} is not in the review queue of {folder.path} (queued: {ids})")
+    review = Review(item_id=item_id, debate_id=entry.debate_id, verdict=verdict, note=note,
+                    reviewer=_user() if reviewer is None else reviewer, ts=time.time())
+    try:
+        folder.append(REVIEWS_FILE, review)
+    finally:
+        folder.close()
+    if folder.exists:  # keep the run summary's review counts current
+        run = folder.read_run()
+        run.summary = {**run.summary, **counts(run_dir)}
+        folder.write_run(run)
+    return review
+
+
+def describe(run_dir: Path | str, entry: ReviewItem) -> str:
+    """What a reviewer reads: the escalation, the final answer and the debate summary if any."""
+    lines = [f"item {entry.item_id} ({entry.protocol}, debate {entry.debate_id})",
+             f"escalation: {entry.escalation_reason or '-'}",
+             f"final answer: {entry.final_answer if entry.final_answer is not None else '-'}"]
+    folder = Path(run_dir) / entry.item_dir
+    summary = folder / "debate_summary.json"
+    if summary.is_file():
+        data = json.loads(summary.read_text(encoding="utf-8"))
+        for key in ("conflicts", "disputed_claims", "agreed_claims"):
+            if isinstance(data.get(key), list):
+                lines.append(f"{key.replace('_', ' ')} ({len(data[key])}):")
+                lines.extend(f"  - {_line(row)}" for row in data[key][:8])
+    other = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
+    if other:
+        lines.append(f"files: {', '.join(other)}")
+    return "\n".join(lines)
+
+
+def _line(row: Any) -> str:
+    if not isinstance(row, dict):
+        return str(row)
+    who = "/".join(str(row[k]) for k in ("agent", "critic", "target", "claim_id") if row.get(k))
+    text = row.get("statement") or row.get("description") or json.dumps(row, ensure_ascii=False)
+    severity = f"[{row['severity']}] " if row.get("severity") else ""
+    return f"{who}: {severity}{text}"[:300]
+
+
+def _user() -> str:
+    try:
+        return getpass.getuser()
+    except Exception:  # noqa: BLE001 - no login name in some containers
+        return ""
+
+
+def review_form(run_dir: Path | str):
+    """An ipywidgets form over the run's pending reviews: pick an item, read it, record a verdict.
+
+    Returns a `VBox` whose children are exposed as attributes for scripting and tests:
+    `form.item` (Dropdown), `form.details` (HTML), `form.verdict` (ToggleButtons),
+    `form.note` (Textarea), `form.reviewer` (Text), `form.submit` (Button), `form.status` (HTML).
+    """
+    import html
+
+    import ipywidgets as w
+
+    item = w.Dropdown(description="item")
+    details = w.HTML()
+    verdict = w.ToggleButtons(options=list(VERDICTS), value=None, description="verdict")
+    note = w.Textarea(description="note", placeholder="why")
+    reviewer = w.Text(description="reviewer", value=_user())
+    submit = w.Button(description="Record verdict", button_style="primary")
+    status = w.HTML()
+
+    def refresh(selected: str | None = None) -> None:
+        entries = pending(run_dir)
+        item.options = [(f"{e.item_id} - {e.protocol}", e.item_id) for e in entries]
+        ids = [e.item_id for e in entries]
+        item.value = selected if selected in ids else (ids[0] if ids else None)
+        show()
+        c = counts(run_dir)
+        status.value = status.value.split("<br>")[0] + (
+            f"<br>escalated {c['escalated']}, reviewed {c['reviewed']}, pending {c['review_pending']}")
+
+    def show(*_) -> None:
+        entry = next((q for q in queue(run_dir) if q.item_id == item.value), None)
+        details.value = "<pre>" + html.escape(describe(run_dir, entry)) + "</pre>" if entry else "<i>nothing pending</i>"
+
+    def on_submit(_) -> None:
+        if item.value is None or verdict.value is None:
+            status.value = "choose an item and a verdict"
+            return
+        try:
+            done = record_verdict(run_dir, item.value, verdict.value, note.value, reviewer.value)
+        except ReviewError as exc:
+            status.value = html.escape(str(exc))
+            return
+        status.value = f"recorded {done.verdict} for {html.escape(done.item_id)}"
+        note.value, verdict.value = "", None
+        refresh()
+
+    item.observe(show, names="value")
+    submit.on_click(on_submit)
+    form = w.VBox([item, details, verdict, note, reviewer, submit, status])
+    form.item, form.details, form.verdict, form.note = item, details, verdict, note
+    form.reviewer, form.submit, form.status = reviewer, submit, status
+    refresh()
+    return form

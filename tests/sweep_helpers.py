@@ -1,0 +1,48 @@
+"""A small sweep folder built without papermill (scripted model, real runs, real sidecars)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from debatekit import scripted, sweep
+from debatekit.runner import run
+from debatekit.schemas import RunConfig
+
+TRUTHS = {f"q{i}": i * 10 for i in range(1, 5)}
+
+
+def arithmetic(path: Path) -> Path:
+    path.write_text("".join(json.dumps({"id": k, "question": f"What is {v}?", "answer": v}) + "\n"
+                            for k, v in TRUTHS.items()))
+    return path
+
+
+def reply(req):
+    """agent1 is always right; the others are wrong on q1 and q2 in round 1 and copy agent1 afterwards."""
+    truth = TRUTHS[req.item_id]
+    wrong = req.agent not in ("agent1", "sample1") and req.item_id in ("q1", "q2") and req.round == 1
+    return {"reasoning": f"{req.agent} thinks", "answer": truth + 1 if wrong else truth}
+
+
+def make_sweep(root: Path) -> Path:
+    """A sweep folder: society_of_mind agents {1, 3} x rounds {1, 2}, single, self_consistency 3."""
+    model = scripted.register(f"sweep-fixture-{id(root)}", fn=reply)
+    dataset = arithmetic(root / "arith.jsonl")
+    out = root / "sweep"
+    out.mkdir()
+    grid = {"parameters": {"dataset": str(dataset), "model": model},
+            "grid": {"protocol": "society_of_mind", "agents": [1, 3], "rounds": [1, 2]},
+            "points": [{"protocol": "single"}, {"protocol": "self_consistency", "samples": 3}]}
+    points = sweep.expand_grid(grid)
+    sweep._write_meta(out, Path("notebooks/run_debate.ipynb"), grid, points)
+    for point in points:
+        p = dict(point.parameters)
+        protocol, data = p.pop("protocol"), p.pop("dataset")
+        result = run(RunConfig(protocol=protocol, dataset=data, model=p.pop("model"), params=p, cache=False),
+                     out / point.id, progress=False)
+        sidecar = out / f"{point.id}.json"
+        sweep.record_point(str(sidecar), result, point.parameters)
+        assert sweep._stamp(sidecar, point.digest)
+    sweep.collect(out)
+    return out
