@@ -242,7 +242,10 @@ class Gateway:
                 message = redact(message)  # a provider may repeat the credential it was sent
                 done.faults.append(kind)
                 self.stats[kind] += 1
-                if kind not in TRANSIENT or attempt == self.max_retries:
+                # a timed-out local generation keeps running in the engine: retrying would only pile
+                # more work onto the same slots, so a local timeout is final
+                if kind not in TRANSIENT or attempt == self.max_retries or (
+                        kind == "timeout" and model.startswith("local/")):
                     done.error, done.error_kind = f"{kind}: {message}", kind
                     return None
                 await asyncio.sleep(self.backoff * 2**attempt)

@@ -130,3 +130,16 @@ def test_scripted_model_sees_schema_and_seed():
 def test_schema_model_makes_valid_output_for_any_schema():
     c = complete(Gateway(), "scripted/schema")
     assert c.ok and isinstance(c.parsed.answer, int)
+
+
+def test_a_local_model_timeout_is_not_retried(monkeypatch):
+    calls = []
+
+    async def slow_call(model, messages, params, fmt):
+        calls.append(model)
+        await asyncio.sleep(5)
+
+    gateway = Gateway(backoff=0.001)
+    monkeypatch.setattr(gateway, "_call", slow_call)
+    c = asyncio.run(gateway.complete("local/qwen2.5-coder-1.5b-instruct", MSG, Num, timeout=0.05))
+    assert c.error_kind == "timeout" and len(calls) == 1
