@@ -43,6 +43,7 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
         "ok": sum(d.status == "ok" for d in debates),
         "failed": sum(d.status == "failed" for d in debates),
         "accuracy": acc, "accuracy_ci": [low, high],
+        **_score_summary(debates),
         "mean_rounds": (sum(len(d.rounds) for d in debates) / len(debates)) if debates else None,
         "converged": sum(bool(d.converged) for d in debates),
         "needs_human_review": sum(d.needs_human_review for d in debates),
@@ -50,6 +51,13 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
         **total,
         "wall_s_sum": round(sum(d.wall_s for d in debates), 2),
     }
+
+
+def _score_summary(debates: list[DebateRecord]) -> dict:
+    """Mean protocol score (judge score, resolution accuracy, F1...) with a bootstrap 95% interval."""
+    scores = [d.score for d in debates if d.score is not None]
+    mean, low, high = bootstrap_ci(scores) if scores else (None,) * 3
+    return {"score": mean, "score_ci": [low, high]}
 
 
 def load_runs(paths: Iterable[Path | str]) -> Tables:

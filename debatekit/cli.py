@@ -125,8 +125,12 @@ def summary_table(results) -> str:
     rows = [head]
     for r in results:
         s, cfg = r.summary, r.record.config
-        acc = "n/a" if s["accuracy"] is None else (
-            f"{s['accuracy']:.2f} [{s['accuracy_ci'][0]:.2f}, {s['accuracy_ci'][1]:.2f}]")
+        if s["accuracy"] is not None:
+            acc = f"{s['accuracy']:.2f} [{s['accuracy_ci'][0]:.2f}, {s['accuracy_ci'][1]:.2f}]"
+        elif s.get("score") is not None:  # no ground truth: the protocol's own score (judge, F1, ...)
+            acc = f"score {s['score']:.2f} [{s['score_ci'][0]:.2f}, {s['score_ci'][1]:.2f}]"
+        else:
+            acc = "n/a"
         params = " ".join(f"{k}={v}" for k, v in cfg.params.items()) or "-"
         rows.append((cfg.protocol, params, str(s["items"]), str(s["failed"]), acc,
                      f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),

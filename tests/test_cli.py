@@ -54,3 +54,21 @@ def test_listing_commands(capsys):
     assert main(["protocols"]) == 0 and "society_of_mind" in capsys.readouterr().out
     assert main(["datasets"]) == 0 and "arithmetic" in capsys.readouterr().out
     assert main(["models"]) == 0 and "local/qwen2.5-coder-1.5b-instruct" in capsys.readouterr().out
+
+
+def test_protocol_score_is_shown_when_there_is_no_ground_truth(tmp_path, capsys):
+    from debatekit import registry
+    from debatekit.engine import Outcome
+
+    @registry.protocol("test_scored_without_truth")
+    def scored():
+        async def solve(item, debate):
+            debate.record_round(1, {"a": "x"})
+            return Outcome(final_answer="x", score=0.5)
+        return solve
+
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "question": "q"}\n{"id": "b", "question": "r"}\n')
+    assert main(["run", "test_scored_without_truth", "--dataset", str(path), "--model", "scripted/schema",
+                 "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert "score 0.50 [0.50, 0.50]" in capsys.readouterr().out
