@@ -198,6 +198,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.datasets import DatasetError
     from debatekit.local import LocalModelError
     from debatekit.registry import ProtocolError
+    from debatekit.schemas import first_error
     from debatekit.trace import RunFolderError
 
     parser = build_parser()
@@ -209,9 +210,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return handler[args.command](args)
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = ".".join(str(p) for p in err["loc"])
-        print(f"debatekit: error: {exc.title} field {field!r}: {err['msg']}", file=sys.stderr)
+        field, message = first_error(exc)
+        print(f"debatekit: error: {exc.title} field {field!r}: {message}", file=sys.stderr)
         return 2
     except (ValueError, DatasetError, ProtocolError, RunFolderError, LocalModelError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__

@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from debatekit.schemas import DatasetInfo
+from debatekit.schemas import DatasetInfo, first_error
 
 
 class DatasetError(ValueError):
@@ -100,9 +100,8 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         try:
             item = item_model.model_validate(row)
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"]) or "row"
-            raise DatasetError(f"{path}: line {number}, field {field!r}: {err['msg']}") from exc
+            field, message = first_error(exc, default="row")
+            raise DatasetError(f"{path}: line {number}, field {field!r}: {message}") from exc
         item_id = getattr(item, "id")
         if item_id in seen:
             raise DatasetError(f"{path}: line {number}: duplicate id {item_id!r} (first on line {seen[item_id]})")

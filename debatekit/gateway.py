@@ -31,6 +31,7 @@ from pydantic import BaseModel, ValidationError
 from debatekit import scripted
 from debatekit.cache import ResponseCache, cache_key
 from debatekit.local import DEFAULT_MODEL
+from debatekit.schemas import first_error
 
 DEFAULT_MAX_TOKENS = 512
 TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
@@ -296,10 +297,8 @@ def _default_concurrency(model: str) -> int:
 
 
 def _short_validation_error(exc: ValidationError) -> str:
-    errors = exc.errors()
-    first = errors[0] if errors else {"loc": (), "msg": str(exc)}
-    where = ".".join(str(p) for p in first.get("loc", ())) or "reply"
-    return f"{where}: {first.get('msg')} ({len(errors)} error(s))"
+    where, message = first_error(exc, default="reply")
+    return f"{where}: {message} ({len(exc.errors())} error(s))"
 
 
 def _classify(exc: BaseException) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from typing import Any, Awaitable, Callable
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from debatekit.datasets import Item
+from debatekit.schemas import first_error
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
 
@@ -56,9 +57,8 @@ class ProtocolSpec:
         try:
             return model(**params).model_dump()
         except ValidationError as exc:
-            err = exc.errors()[0]
-            field = ".".join(str(p) for p in err["loc"])
-            raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {err['msg']}") from exc
+            field, message = first_error(exc)
+            raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
 
     def build(self, params: dict[str, Any]) -> Solver:
         return self.factory(**self.validate(params))

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 SCHEMA_VERSION = 1
+
+
+def first_error(exc: ValidationError, default: str = "") -> tuple[str, str]:
+    """The dotted field path and message of a validation error's first problem."""
+    errors = exc.errors()
+    if not errors:
+        return default, str(exc)
+    return ".".join(str(p) for p in errors[0]["loc"]) or default, errors[0]["msg"]
 
 
 class Strict(BaseModel):
