@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
+from debatekit.budget import reply_tokens
 from debatekit.engine import Outcome, plateau
 from debatekit.protocols import hypotheses as logic
 from debatekit.protocols.judge_refine_prompts import (
@@ -140,10 +141,10 @@ def judge_refine(
             refine = [n for n in names if r > 1 and n in tops]
             asks = [debate.ask(n, messages(n, focus_of[n], item, judge_log_lines, refine_prompt(n, tops)),
                                RefinedHypothesis, phase="refine", round=r, temperature=temperature,
-                               model=models.get(n), max_tokens=280) if n in refine else
+                               model=models.get(n), max_tokens=reply_tokens(RefinedHypothesis)) if n in refine else
                     debate.ask(n, messages(n, focus_of[n], item, judge_log_lines, initial_prompt(hypotheses)),
                                hyp_model, phase="hypothesize", round=r, temperature=temperature,
-                               model=models.get(n), max_tokens=200 * hypotheses + 40) for n in names]
+                               model=models.get(n), max_tokens=reply_tokens(hyp_model)) for n in names]
             proposals = {}
             for t in await debate.gather(asks):
                 items = ([t.parsed.model_dump()] if t.agent in refine else
@@ -186,11 +187,11 @@ def judge_refine(
             result["error"] = "no hypotheses to judge"
             return result
         prompt = judge_prompt(item, shown, judge_log_lines)
+        verdict_model = judge_model([s["label"] for s in shown])
         turn = await debate.ask("judge", [{"role": "system", "content": JUDGE_SYSTEM},
                                           {"role": "user", "content": prompt}],
-                                judge_model([s["label"] for s in shown]), phase="judge", round=r,
-                                temperature=judge_temperature, model=models.get("judge"),
-                                max_tokens=140 * len(shown) + 30)
+                                verdict_model, phase="judge", round=r, temperature=judge_temperature,
+                                model=models.get("judge"), max_tokens=reply_tokens(verdict_model))
         debate.write(f"judge_round{r}.json", {"round": r, "order": order, "shuffled": shuffle,
                                                "prompt": prompt,
                                                "reply": turn.parsed.model_dump() if turn.ok else None,
@@ -254,7 +255,7 @@ async def _score(debate, item, final: dict | None, with_judge: bool, model: str 
     if with_judge and final is not None:
         turn = await debate.ask("grader", [{"role": "user", "content": GRADE_PROMPT.format(
             truth=item.root_cause, proposed=final["hypothesis"])}], Grade, phase="score", temperature=0.0,
-            model=model, max_tokens=160)
+            model=model, max_tokens=reply_tokens(Grade))
         if turn.ok:
             record["grade"] = turn.parsed.model_dump()
             score = turn.parsed.score / 100
