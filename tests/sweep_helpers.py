@@ -8,6 +8,8 @@ from pathlib import Path
 from debatekit import scripted, sweep
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
+from debatekit.sweep.execute import write_meta
+from debatekit.sweep.point import stamp
 
 TRUTHS = {f"q{i}": i * 10 for i in range(1, 5)}
 
@@ -16,6 +18,18 @@ def arithmetic(path: Path) -> Path:
     path.write_text("".join(json.dumps({"id": k, "question": f"What is {v}?", "answer": v}) + "\n"
                             for k, v in TRUTHS.items()))
     return path
+
+
+NOTEBOOK = Path(__file__).resolve().parent.parent / "notebooks" / "run_debate.ipynb"
+
+
+def scripted_grid(root: Path, **sections) -> dict:
+    """A grid over a 2-item arithmetic file in `root`: society_of_mind on the schema-filling scripted model."""
+    dataset = root / "arith.jsonl"
+    dataset.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
+                               for i in (1, 2)))
+    return {"parameters": {"dataset": str(dataset), "model": "scripted/schema", "protocol": "society_of_mind"},
+            **sections}
 
 
 def reply(req):
@@ -35,7 +49,7 @@ def make_sweep(root: Path) -> Path:
             "grid": {"protocol": "society_of_mind", "agents": [1, 3], "rounds": [1, 2]},
             "points": [{"protocol": "single"}, {"protocol": "self_consistency", "samples": 3}]}
     points = sweep.expand_grid(grid)
-    sweep._write_meta(out, Path("notebooks/run_debate.ipynb"), grid, points)
+    write_meta(out, Path("notebooks/run_debate.ipynb"), grid, points)
     for point in points:
         p = dict(point.parameters)
         protocol, data = p.pop("protocol"), p.pop("dataset")
@@ -43,6 +57,6 @@ def make_sweep(root: Path) -> Path:
                      out / point.id, progress=False)
         sidecar = out / f"{point.id}.json"
         sweep.record_point(str(sidecar), result, point.parameters)
-        assert sweep._stamp(sidecar, point.digest)
+        assert stamp(sidecar, point.digest)
     sweep.collect(out)
     return out

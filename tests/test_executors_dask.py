@@ -1,7 +1,6 @@
 """The Dask executor: a LocalCluster runs sweep points like the local executor, resume across executors."""
 
 import json
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -12,9 +11,8 @@ from debatekit import sweep  # noqa: E402
 from debatekit.executors_dask import DaskExecutor  # noqa: E402
 
 from tests.dask_helpers import finish_or_die  # noqa: E402
+from tests.sweep_helpers import NOTEBOOK, scripted_grid  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "run_debate.ipynb"
 # differ between two runs of the same configuration: ids of the run, how long it took, and which
 # point of a sweep paid for a model call and which found it in the shared cache (execution order)
 VOLATILE = {"run_id", "debate_id", "wall_s", "provider_calls", "cache_hits"}
@@ -54,11 +52,7 @@ def _comparable(frame: pd.DataFrame) -> pd.DataFrame:
 def two_sweeps(tmp_path_factory):
     """The same 2x2 grid (agents x rounds, scripted model, 2 items) on the local executor and on Dask."""
     root = tmp_path_factory.mktemp("dask-sweep")
-    dataset = root / "arith.jsonl"
-    dataset.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
-                               for i in (1, 2)))
-    grid = {"parameters": {"dataset": str(dataset), "model": "scripted/schema", "protocol": "society_of_mind"},
-            "grid": {"agents": [1, 2], "rounds": [1, 2]}}
+    grid = scripted_grid(root, grid={"agents": [1, 2], "rounds": [1, 2]})
     with pytest.MonkeyPatch.context() as mp:
         mp.chdir(root)
         mp.setenv("DEBATEKIT_CACHE_DIR", str(root / "cache-local"))  # no reply cached by the other sweep

@@ -10,8 +10,8 @@ import pytest
 from debatekit import sweep
 from debatekit.sweep import SweepError, expand_grid
 
-ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOK = ROOT / "notebooks" / "run_debate.ipynb"
+from tests.sweep_helpers import NOTEBOOK, scripted_grid
+
 
 
 # --- grid expansion -----------------------------------------------------------------------
@@ -131,11 +131,7 @@ def test_a_notebook_that_records_no_summary_fails(tmp_path, monkeypatch):
 def real_sweep(tmp_path_factory):
     """run_debate.ipynb over 3 points (scripted model), one of which fails; then run again."""
     root = tmp_path_factory.mktemp("sweep")
-    dataset = root / "arith.jsonl"
-    dataset.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
-                               for i in (1, 2)))
-    grid = {"parameters": {"dataset": str(dataset), "model": "scripted/schema", "protocol": "society_of_mind"},
-            "grid": {"agents": [1, 2]}, "points": [{"dataset": str(root / "missing.jsonl")}]}
+    grid = scripted_grid(root, grid={"agents": [1, 2]}, points=[{"dataset": str(root / "missing.jsonl")}])
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DEBATEKIT_CACHE_DIR", str(root / "cache"))
         mp.chdir(root)

@@ -1,0 +1,212 @@
+"""Executing a sweep: one papermill run per point, in worker processes or on Dask, skipping complete points."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterator, Protocol
+
+import pandas as pd
+
+from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
+from debatekit.sweep.point import is_complete_sidecar, stamp
+from debatekit.sweep.tables import collect
+
+
+@dataclass
+class PointResult:
+    point_id: str
+    status: str  # complete | skipped | failed
+    notebook: str
+    error: str | None = None
+    cell: int | None = None
+    cell_source: str | None = None
+    attempts: int = 0
+    wall_s: float = 0.0
+
+
+@dataclass
+class SweepResult:
+    path: Path
+    points: list[Point]
+    results: list[PointResult]
+    summary: pd.DataFrame
+
+    @property
+    def failed(self) -> list[PointResult]:
+        return [r for r in self.results if r.status == "failed"]
+
+
+class Executor(Protocol):
+    """Runs `fn(task)` for each task somewhere and yields results as they finish."""
+
+    def map_unordered(self, fn: Callable[[Any], Any], tasks: list) -> Iterator[Any]: ...
+
+
+class LocalExecutor:
+    """A pool of worker processes on this machine (spawned, so no thread or cwd state is shared)."""
+
+    def __init__(self, workers: int = 1):
+        self.workers = max(1, workers)
+
+    def map_unordered(self, fn, tasks):
+        import multiprocessing
+
+        if not tasks:
+            return
+        with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
+                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+            for future in as_completed([pool.submit(fn, t) for t in tasks]):
+                yield future.result()
+
+
+def _dask_executor(workers: int = 1) -> Executor:
+    """A LocalCluster of `workers` processes (debatekit.executors_dask; needs `debatekit[dask]`)."""
+    from debatekit.executors_dask import DaskExecutor
+
+    return DaskExecutor(workers)
+
+
+EXECUTORS: dict[str, Callable[[int], Executor]] = {"local": LocalExecutor, "dask": _dask_executor}
+
+
+# --- running --------------------------------------------------------------------------------
+
+def notebook_parameters(notebook: Path | str) -> set[str]:
+    """Names declared in the notebook's `parameters`-tagged cell."""
+    import papermill
+
+    return set(papermill.inspect_notebook(str(notebook)))
+
+
+def _notebook_args(point: Point, declared: set[str], out: Path) -> dict:
+    params, extra = {}, {}
+    for key, value in point.parameters.items():
+        (params if key in declared else extra)[key] = value
+    if extra:
+        if "extra" not in declared:
+            raise SweepError(f"point {point.id}: the notebook has no parameter {', '.join(map(repr, extra))}")
+        params["extra"] = {**(params.get("extra") or {}), **extra}
+    params["out_dir"] = _rel(out / point.id)
+    params["summary_path"] = _rel(out / f"{point.id}.json")
+    return params
+
+
+def _rel(path: Path) -> str:
+    """The path relative to the working directory (the kernels' too) when below it, else absolute."""
+    path = path.resolve()
+    return str(path.relative_to(Path.cwd())) if path.is_relative_to(Path.cwd()) else str(path)
+
+
+def is_complete(out: Path | str, point: Point) -> bool:
+    """Whether `out` holds a complete result of `point` (its sidecar, for these very parameters)."""
+    return is_complete_sidecar(Path(out) / f"{point.id}.json", point.digest)
+
+
+def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
+              executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
+              cell_timeout: float | None = None) -> SweepResult:
+    """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
+
+    Args:
+        notebook: a notebook with a `parameters` cell that writes its sidecar (`record_point`).
+        grid: a grid mapping or the path of a grid YAML file (see module docstring).
+        out: the sweep folder (created).
+        workers: points run at once.
+        executor: "local" (a process pool), "dask" (a Dask LocalCluster; `executors_dask.DaskExecutor`
+            for a running scheduler) or any object with `map_unordered(fn, tasks)`.
+        kernel_name: Jupyter kernel (default: the notebook's).
+        cell_timeout: seconds a cell may run (default: no limit).
+
+    Returns:
+        The points, one `PointResult` each (failed ones carry the failing cell), and the summary table.
+    """
+    from tqdm.auto import tqdm
+
+    notebook, out = Path(notebook), Path(out)
+    if not notebook.exists():
+        raise SweepError(f"notebook {notebook} does not exist")
+    grid_data = grid if isinstance(grid, dict) else load_grid(grid)
+    points = expand_grid(grid_data)
+    declared = notebook_parameters(notebook)
+    missing = {"out_dir", "summary_path"} - declared
+    if missing:
+        raise SweepError(f"notebook {notebook} must declare {', '.join(sorted(missing))} in its parameters cell")
+    out.mkdir(parents=True, exist_ok=True)
+    tasks, results = [], []
+    for point in points:
+        args = _notebook_args(point, declared, out)
+        if is_complete(out, point):
+            results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
+        else:
+            tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),
+                          "point_id": point.id, "point_hash": point.digest, "parameters": args,
+                          "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout})
+    write_meta(out, notebook, grid_data, points)
+    runner = EXECUTORS[executor](workers) if isinstance(executor, str) else executor
+    bar = tqdm(total=len(points), initial=len(results), desc="sweep", unit="point", disable=not progress)
+    try:
+        for result in runner.map_unordered(execute_point, tasks):
+            results.append(result)
+            bar.update(1)
+            if result.status == "failed":
+                bar.write(f"point {result.point_id} failed: {result.error}")
+            bar.set_postfix(failed=sum(r.status == "failed" for r in results), refresh=False)
+    finally:
+        bar.close()
+    order = {p.id: i for i, p in enumerate(points)}
+    results.sort(key=lambda r: order[r.point_id])
+    (out / "failures.json").write_text(json.dumps([asdict(r) for r in results if r.status == "failed"], indent=2))
+    summary = collect(out)
+    return SweepResult(out, points, results, summary)
+
+
+def execute_point(task: dict) -> PointResult:
+    """Run one point's notebook with papermill (in a worker process); never raises.
+
+    A cell error fails the point with that cell; any other failure (a kernel that did not
+    start or died) is retried once.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    start, error = time.monotonic(), None
+    sidecar = Path(task["cwd"]) / task["parameters"]["summary_path"]
+    for attempt in (1, 2):
+        if sidecar.exists():
+            sidecar.unlink()  # a stale sidecar must not make a failed run look complete
+        try:
+            papermill.execute_notebook(
+                task["notebook"], task["output"], parameters=task["parameters"], progress_bar=False,
+                kernel_name=task["kernel_name"], cwd=task["cwd"], execution_timeout=task["cell_timeout"],
+                request_save_on_cell_execute=False)
+        except PapermillExecutionError as exc:
+            source = (exc.source or "").strip().splitlines()
+            return PointResult(task["point_id"], "failed", task["output"],
+                               error=f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}", cell=exc.cell_index,
+                               cell_source="\n".join(source[:6]), attempts=attempt,
+                               wall_s=round(time.monotonic() - start, 2))
+        except Exception as exc:  # noqa: BLE001 - kernel start races and deaths: retried once
+            error = f"{type(exc).__name__}: {exc}"
+            continue
+        if not stamp(sidecar, task["point_hash"]):
+            return PointResult(task["point_id"], "failed", task["output"], attempts=attempt,
+                               error="the notebook finished without recording a complete summary (record_point)",
+                               wall_s=round(time.monotonic() - start, 2))
+        return PointResult(task["point_id"], "complete", task["output"], attempts=attempt,
+                           wall_s=round(time.monotonic() - start, 2))
+    return PointResult(task["point_id"], "failed", task["output"], error=f"kernel: {error}", attempts=2,
+                       wall_s=round(time.monotonic() - start, 2))
+
+
+def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> None:
+    from debatekit import __version__
+    from debatekit.trace import git_commit
+
+    meta = {"notebook": str(notebook), "grid": grid, "debatekit_version": __version__, "git_commit": git_commit(),
+            "points": [{"id": p.id, "hash": p.digest, "parameters": p.parameters} for p in points]}
+    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))

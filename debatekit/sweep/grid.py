@@ -1,0 +1,97 @@
+"""Sweep grids: a YAML mapping of fixed `parameters`, `grid` lists (a cartesian product) and explicit `points`."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable
+
+import yaml
+
+RESERVED = {"out_dir", "summary_path"}
+GRID_KEYS = {"parameters", "grid", "points"}
+
+
+class SweepError(ValueError):
+    """A grid or sweep folder that cannot be used; the message says why."""
+
+
+@dataclass(frozen=True)
+class Point:
+    """One configuration of a sweep: its id (a file name) and its notebook parameters."""
+
+    id: str
+    parameters: dict = field(hash=False)
+
+    @property
+    def digest(self) -> str:
+        return params_hash(self.parameters)
+
+
+def params_hash(parameters: dict) -> str:
+    return hashlib.sha256(json.dumps(parameters, sort_keys=True, default=str).encode()).hexdigest()[:8]
+
+
+def load_grid(path: Path | str) -> dict:
+    """Read a grid YAML file."""
+    try:
+        data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise SweepError(f"cannot read grid {path}: {exc.strerror}") from exc
+    except yaml.YAMLError as exc:
+        raise SweepError(f"grid {path} is not valid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise SweepError(f"grid {path} must be a mapping with `parameters`, `grid` and/or `points`")
+    return data
+
+
+def expand_grid(grid: dict) -> list[Point]:
+    """The points of a grid: the product of `grid` lists plus explicit `points`, each over `parameters`.
+
+    A mapping without any of the keys `parameters`, `grid`, `points` is read as `grid`.
+    A scalar in `grid` is a one-value list. Duplicate points are kept once.
+
+    Raises:
+        SweepError: unknown top-level keys, malformed sections, or no points at all.
+    """
+    if not GRID_KEYS & set(grid):
+        grid = {"grid": grid}
+    unknown = sorted(set(grid) - GRID_KEYS)
+    if unknown:
+        raise SweepError(f"grid has unknown key(s) {', '.join(unknown)}; use parameters, grid, points")
+    fixed, axes, explicit = grid.get("parameters") or {}, grid.get("grid") or {}, grid.get("points") or []
+    if not isinstance(fixed, dict) or not isinstance(axes, dict) or not isinstance(explicit, list):
+        raise SweepError("grid: `parameters` and `grid` must be mappings, `points` a list of mappings")
+    for key in RESERVED & (set(fixed) | set(axes) | {k for p in explicit if isinstance(p, dict) for k in p}):
+        raise SweepError(f"grid sets {key!r}, which the sweep sets itself")
+    points: list[dict] = []
+    if axes:
+        names = list(axes)
+        values = [v if isinstance(v, list) else [v] for v in axes.values()]
+        points += [{**fixed, **dict(zip(names, combo))} for combo in itertools.product(*values)]
+    for i, extra in enumerate(explicit):
+        if not isinstance(extra, dict):
+            raise SweepError(f"grid: point {i + 1} is not a mapping: {extra!r}")
+        points.append({**fixed, **extra})
+    if not points:
+        raise SweepError("the grid has no points: give `grid` lists with at least one value each, or `points`")
+    unique = list({params_hash(p): p for p in points}.values())
+    varying = [k for k in dict.fromkeys(k for p in unique for k in p)
+               if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in unique}) > 1]
+    return [Point(point_id(p, varying), p) for p in unique]
+
+
+def point_id(parameters: dict, varying: Iterable[str]) -> str:
+    """A readable, stable file name: the varying values, then a hash of all parameters."""
+    parts = []
+    for key in varying:
+        if key in parameters:
+            value = parameters[key]
+            text = value if isinstance(value, str) else json.dumps(value, default=str)
+            parts.append(text if key == "protocol" else f"{key}{text}")
+    name = "-".join(parts)
+    name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
+    return f"{name}-{params_hash(parameters)}" if name else params_hash(parameters)

@@ -1,0 +1,86 @@
+"""One sweep point: run its configuration inside the notebook and record the sidecar the sweep reads."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from debatekit.sweep.grid import RESERVED
+
+SIDECAR_VERSION = 1
+
+
+def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = None, model: str | None = None,
+              seed: int = 0, concurrency: int = 4, call_timeout: float = 120.0, progress: bool = True,
+              api_base: str | None = None, model_options: dict | None = None, max_tokens: int | None = None,
+              **params):
+    """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
+
+    `params` are protocol parameters; None values mean "the protocol's default". A non-None
+    parameter the protocol does not have is an error. `api_base` (and any other litellm
+    arguments in `model_options`) go with `model`, e.g. an OpenAI-compatible server such as
+    `debatekit serve`; an `openai/` model with an `api_base` and no `api_key` gets a placeholder
+    key (never $OPENAI_API_KEY).
+    """
+    from debatekit import registry
+    from debatekit.gateway import default_model
+    from debatekit.runner import run
+    from debatekit.schemas import RunConfig
+
+    given = {k: v for k, v in params.items() if v is not None}
+    spec = registry.get(protocol)
+    spec.validate(given)
+    options = dict(model_options or {})
+    if api_base:
+        options["api_base"] = api_base
+        if (model or "").startswith("openai/") and "api_key" not in options:
+            # the OpenAI client insists on a key; never send $OPENAI_API_KEY to another server
+            options["api_key"] = "none"
+    extra = {"max_tokens": max_tokens} if max_tokens else {}
+    config = RunConfig(protocol=protocol, dataset=dataset, limit=limit, model=model, params=given, seed=seed,
+                       concurrency=concurrency, call_timeout=call_timeout, **extra,
+                       model_options={model or default_model(): options} if options else {})
+    return run(config, out_dir, resume=True, progress=progress)
+
+
+def record_point(summary_path: str | None, result, parameters: dict) -> dict:
+    """Write the sidecar the sweep reads: status, parameters, run folder, summary, provenance.
+
+    `parameters` are the notebook's parameters (the sweep then stamps the point's hash on
+    the file). With no `summary_path` (an interactive run) nothing is written.
+    """
+    point = {k: v for k, v in parameters.items() if k not in RESERVED}
+    record = result.record
+    where = Path(result.path).resolve()
+    if summary_path:  # relative to the sidecar, so a sweep folder can move
+        where = Path(os.path.relpath(where, Path(summary_path).resolve().parent))
+    data = {"sidecar_version": SIDECAR_VERSION, "status": record.status, "parameters": point,
+            "run_path": str(where), "run_id": record.run_id,
+            "config_hash": record.config_hash, "model": record.model, "seed": record.config.seed,
+            "protocol": record.config.protocol, "dataset": record.dataset.name,
+            "debatekit_version": record.debatekit_version, "git_commit": record.git_commit,
+            "summary": record.summary}
+    if summary_path:
+        Path(summary_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+    return data
+
+
+def stamp(sidecar: Path, digest: str) -> bool:
+    """Mark a sidecar the notebook wrote as this point's result; False if it is missing or incomplete."""
+    try:
+        data = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if data.get("status") != "complete":
+        return False
+    sidecar.write_text(json.dumps({**data, "point_hash": digest}, indent=2, default=str), encoding="utf-8")
+    return True
+
+
+def is_complete_sidecar(path: Path, digest: str) -> bool:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return data.get("status") == "complete" and data.get("point_hash") == digest
