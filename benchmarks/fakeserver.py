@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import random
+import shutil
 import subprocess
 import sys
 import time
@@ -114,6 +115,7 @@ class FakeServer:
     def __init__(self, latency: float = 0.3, lifetime: float = 900.0, idle: float = 120.0, folder: Path | None = None):
         import tempfile
 
+        self.owned = folder is None  # a folder it made itself is removed when it stops
         self.folder = Path(folder or tempfile.mkdtemp(prefix="dk-fakeserver-"))
         self.log = self.folder / "requests.jsonl"
         self.port_file = self.folder / "port"
@@ -171,6 +173,8 @@ class FakeServer:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+        if self.owned:
+            shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,8 @@ def _rgba(color: str, alpha: float) -> str:
 def _band(x, low, high, color: str, group: str, name: str) -> go.Scatter:
     """A filled confidence band (upper edge left to right, lower edge back)."""
     x = list(x)
-    return go.Scatter(x=x + x[::-1], y=list(high) + list(low)[::-1], fill="toself", fillcolor=_rgba(color, 0.15),
-                      line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=group,
+    return go.Scatter(x=x + x[::-1], y=list(high) + list(low)[::-1], mode="lines", fill="toself",
+                      fillcolor=_rgba(color, 0.15), line=dict(width=0), hoverinfo="skip", showlegend=False, legendgroup=group,
                       name=f"{name} 95% CI")
 
 
@@ -158,12 +158,13 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     from debatekit.analysis import pareto_front
 
     front = pareto if pareto is not None else pareto_front(configs, cost, "accuracy")
+    shown, position = _point_labels(configs, cost, label)
     fig = go.Figure()
     for name, mask, symbol in (("configurations", ~front, "circle"), ("Pareto front", front, "star")):
         rows = configs[mask]
         fig.add_trace(go.Scatter(
-            x=rows[cost], y=rows["accuracy"], mode="markers+text", name=name, text=rows[label],
-            textposition="top center", marker=dict(symbol=symbol, size=14 if symbol == "star" else 10),
+            x=rows[cost], y=rows["accuracy"], mode="markers+text", name=name, hovertext=rows[label],
+            text=shown[mask], textposition=position[mask], marker=dict(symbol=symbol, size=14 if symbol == "star" else 10),
             error_y=dict(type="data", symmetric=False, array=rows["high"] - rows["accuracy"],
                          arrayminus=rows["accuracy"] - rows["low"], thickness=1)))
     line = configs[front].sort_values(cost)
@@ -172,6 +173,18 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     fig.update_layout(title=title, xaxis_title=f"{cost.replace('_', ' ')} per item", yaxis_title="accuracy", **LAYOUT)
     fig.update_yaxes(**SHARE)
     return fig
+
+
+def _point_labels(configs: pd.DataFrame, cost: str, label: str) -> tuple[pd.Series, pd.Series]:
+    """Labels that do not print over each other: one joined label per coordinate, above and
+    below the points in turn from left to right."""
+    key = configs[cost].round(6).astype(str) + "|" + configs["accuracy"].round(6).astype(str)
+    joined = configs.groupby(key, sort=False)[label].agg(lambda names: " = ".join(map(str, names)))
+    first = ~key.duplicated()
+    shown = pd.Series([joined[k] if f else "" for k, f in zip(key, first)], index=configs.index)
+    rank = configs[cost].rank(method="first")
+    position = rank.map(lambda r: "top center" if r % 2 else "bottom center")
+    return shown, position
 
 
 def flip_flow(frame: pd.DataFrame, title: str = "Answer flips between rounds") -> go.Figure:

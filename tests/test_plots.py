@@ -71,8 +71,13 @@ def test_cost_accuracy_marks_the_pareto_front():
     by_name = {t.name: t for t in fig.data}
     front = by_name["Pareto front"]
     # a1 r1 and single tie at (100, 0.4): neither dominates the other; SC3 dominates a3 r1
-    assert sorted(front.text) == ["SC3", "a1 r1", "a1 r2", "a3 r2", "single"]
-    assert list(by_name["configurations"].text) == ["a3 r1"]
+    assert sorted(front.hovertext) == ["SC3", "a1 r1", "a1 r2", "a3 r2", "single"]
+    assert list(by_name["configurations"].hovertext) == ["a3 r1"]
+    # the tied points print one joined label, not two labels over each other
+    printed = [t for t in front.text if t]
+    assert sorted(printed) == ["SC3", "a1 r1 = single", "a1 r2", "a3 r2"]
+    positions = [p for _, p in sorted(zip(front.x, front.textposition))]
+    assert {"top center", "bottom center"} <= set(positions)
     assert list(by_name["front"].x) == sorted(front.x)
 
 

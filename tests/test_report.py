@@ -22,7 +22,7 @@ def test_sweep_figures(tmp_path):
     assert list(majority.y) == [0.5, 1.0]  # two items outvoted in round 1, fixed in round 2
     accuracy = {t.name: t for t in figures["accuracy"].data}
     assert "single agent" in accuracy and "self-consistency at equal budget (agents=3)" in accuracy
-    labels = [t for d in figures["cost"].data if d.text is not None for t in d.text]
+    labels = [t for d in figures["cost"].data if d.hovertext is not None for t in d.hovertext]
     assert {"SoM a3 r2", "single", "SC s3"} <= set(labels)
 
 
