@@ -12,6 +12,8 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
+from debatekit.protocols.fields import Probability
+
 Polarity = Literal["positive", "negative", "neutral"]
 SentenceLabel = Literal["positive", "negative", "neutral", "mixed"]
 Op = Literal["set_polarity", "set_aspect_ref", "merge_tuples", "drop_tuple", "confirm_tuple"]
@@ -52,7 +54,7 @@ class ProposedEdit(BaseModel):
                               "or the aspect_ref to merge into (merge_tuples).", json_schema_extra={"maxLength": 40})
     evidence: str = Field("", description="Words of the sentence that support the edit.",
                                  json_schema_extra={"maxLength": 60})
-    confidence: float | None = Field(None, ge=0, le=1, description="0 to 1.")
+    confidence: Probability | None = Field(None, description="0 to 1.")
 
 
 def normalize_term(term: str) -> str:

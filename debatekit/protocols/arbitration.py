@@ -28,6 +28,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols.arbitration_scoring import TruthEntry, score_resolutions, score_values
 from debatekit.protocols.consensus import Action, Resolution, build_consensus, check
 from debatekit.protocols.contradictions import Citation, Contradiction, Finding, Report, Rules, detect
+from debatekit.protocols.fields import Probability
 from debatekit.registry import protocol
 
 
@@ -62,7 +63,7 @@ class Verdict(BaseModel):
     recommended_value: float | None = Field(description="Agent 1's or Agent 2's value, or null.")
     recommended_citation: str | None = Field(description="Agent 1's or Agent 2's citation, or null.",
                                              json_schema_extra={"maxLength": 160})
-    confidence: float = Field(ge=0.0, le=1.0, description="Confidence in this resolution, 0.0-1.0.")
+    confidence: Probability = Field(description="Confidence in this resolution, 0.0-1.0.")
     action: Action = Field(description="use_agent1 | use_agent2 | use_both | flag_for_review.")
 
 
@@ -72,7 +73,7 @@ class AnalystFinding(BaseModel):
     unit: str = Field(description="%, USD millions, days, ...", json_schema_extra={"maxLength": 20})
     period: str = Field(description="2024-Q3, FY2024, 2024-09, ...", json_schema_extra={"maxLength": 12})
     document: str = Field(description="Id of the document it comes from, e.g. D1.", json_schema_extra={"maxLength": 4})
-    confidence: float = Field(ge=0.0, le=1.0)
+    confidence: Probability
     interpretation: Literal["improving", "declining", "stable", "increasing", "decreasing"]
 
 

@@ -31,6 +31,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols import cross_critique_checks as checks
 from debatekit.protocols import cross_critique_prompts as P
 from debatekit.protocols.cross_critique_checks import Open
+from debatekit.protocols.fields import Probability
 from debatekit.protocols.synthesis_judge import judge
 from debatekit.registry import ProtocolError, protocol
 
@@ -70,7 +71,7 @@ class Claim(BaseModel):
     statement: str = Field(description="The claim in one sentence.", json_schema_extra={"maxLength": 220})
     evidence: list[Id] = Field(description="Ids of the passages or rules that support it (P1, R-MIN-1).",
                                json_schema_extra={"maxItems": 3})
-    confidence: float = Field(ge=0, le=1, description="0 to 1.")
+    confidence: Probability = Field(description="0 to 1.")
     assumptions: list[Short] = Field(description="Assumptions the claim relies on.", json_schema_extra={"maxItems": 2})
 
 
@@ -120,7 +121,7 @@ class CritiqueOutput(BaseModel):
 class Synthesis(BaseModel):
     synthesis: str = Field(description="The supervisor's answer to the query.", json_schema_extra={"maxLength": 1000})
     key_points: list[Short] = Field(description="At most 5 key points.", json_schema_extra={"maxItems": 5})
-    confidence: float = Field(ge=0, le=1)
+    confidence: Probability
 
 
 @protocol("cross_critique", item=LegalItem)

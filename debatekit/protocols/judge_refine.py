@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from debatekit.budget import reply_tokens
 from debatekit.engine import Outcome, plateau
 from debatekit.protocols import hypotheses as logic
+from debatekit.protocols.fields import Probability
 from debatekit.protocols.judge_refine_prompts import (
     FOCUS, GRADE_PROMPT, JUDGE_SYSTEM, initial_prompt, judge_prompt, messages, refine_prompt)
 from debatekit.protocols.judge_refine_report import report  # noqa: F401 - `debatekit show` prints it
@@ -66,17 +67,12 @@ class Hypothesis(BaseModel):
     """A root-cause hypothesis (S4.1)."""
 
     hypothesis: str = _text(160, "The root cause in one sentence: the failing component and what went wrong.")
-    confidence: float = Field(ge=0, le=1, description="How sure you are, 0.0-1.0.")
+    confidence: Probability = Field(description="How sure you are, 0.0-1.0.")
     reasoning: str = _text(200, "Why this is the cause, briefly.")
     evidence: list[Short] = Field(max_length=3, description="Up to 3 short quotes of log lines or KB ids.")
     category: Category
     affected_components: list[Name] = Field(max_length=3, description="Up to 3 component names.")
     suggested_resolution: str = _text(180, "The fix, in short steps.")
-
-    @field_validator("confidence", mode="before")
-    @classmethod
-    def _percent(cls, v: Any) -> Any:  # a weak model may write 85 for 0.85
-        return v / 100 if isinstance(v, (int, float)) and 1 < v <= 100 else v
 
 
 class RefinedHypothesis(Hypothesis):
