@@ -68,19 +68,22 @@ def record_point(summary_path: str | None, result, parameters: dict) -> dict:
 
 def stamp(sidecar: Path, digest: str) -> bool:
     """Mark a sidecar the notebook wrote as this point's result; False if it is missing or incomplete."""
-    try:
-        data = json.loads(sidecar.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if data.get("status") != "complete":
+    data = _read(sidecar)
+    if data is None or data.get("status") != "complete":
         return False
     sidecar.write_text(json.dumps({**data, "point_hash": digest}, indent=2, default=str), encoding="utf-8")
     return True
 
 
 def is_complete_sidecar(path: Path, digest: str) -> bool:
+    """Whether `path` is a complete sidecar stamped for the point with this parameter digest."""
+    data = _read(path)
+    return data is not None and data.get("status") == "complete" and data.get("point_hash") == digest
+
+
+def _read(path: Path) -> dict | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return False
-    return data.get("status") == "complete" and data.get("point_hash") == digest
+        return None
+    return data if isinstance(data, dict) else None
