@@ -39,8 +39,16 @@ def _positive(text: str) -> int:
     return value
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error format of every other mistake (its subcommands inherit it)."""
+
+    def error(self, message: str):
+        print(f"debatekit: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="debatekit", description="Multi-agent LLM debate protocols.")
+    parser = _Parser(prog="debatekit", description="Multi-agent LLM debate protocols.")
     parser.add_argument("--version", action="version", version=f"debatekit {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -49,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--dataset", required=True, help="shipped dataset name or path to a .jsonl file")
     run.add_argument("--limit", type=_positive, help="use only the first N items")
     run.add_argument("--agents", type=_positive, help="number of agents (protocols that have agents)")
-    run.add_argument("--rounds", type=_positive, help="maximum rounds (protocols that have rounds)")
+    run.add_argument("--rounds", type=_positive,
+                     help="the protocol's `rounds` parameter, or `max_rounds` where it has no `rounds` (dynamics)")
     run.add_argument("--model", help="litellm model string (default: $DEBATEKIT_MODEL or the local model)")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                      help="protocol parameter, repeatable (e.g. --set temperature=0.2)")
@@ -86,11 +95,13 @@ def cmd_run(args) -> int:
     from debatekit.schemas import RunConfig
 
     sets = _parse_set(args.sets)
+    if args.resume and not args.out:
+        raise ValueError("--resume needs --out RUN_DIR: the folder of the run to continue")
     configs = []
     for name in args.protocols:
         spec = registry.get(name)
         params = {k: v for k, v in sets.items() if k in spec.params}
-        for flag, key in ((args.agents, "agents"), (args.rounds, "rounds")):
+        for flag, key in ((args.agents, "agents"), (args.rounds, _rounds_param(spec))):
             if flag is not None and key in spec.params:
                 params[key] = flag
         spec.validate(params)
@@ -113,9 +124,14 @@ def _check_all_used(args, sets: dict, specs) -> None:
     unknown = sorted(set(sets) - accepted)
     if unknown:
         raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}")
-    for flag, key in ((args.agents, "agents"), (args.rounds, "rounds")):
-        if flag is not None and key not in accepted:
-            raise ValueError(f"--{key} does not apply to {', '.join(args.protocols)}")
+    for flag, name, keys in ((args.agents, "agents", {"agents"}), (args.rounds, "rounds", {"rounds", "max_rounds"})):
+        if flag is not None and not keys & accepted:
+            raise ValueError(f"--{name} does not apply to {', '.join(args.protocols)}")
+
+
+def _rounds_param(spec) -> str:
+    """The parameter `--rounds` sets: `rounds`, or `max_rounds` for a protocol with only a ceiling."""
+    return "rounds" if "rounds" in spec.params or "max_rounds" not in spec.params else "max_rounds"
 
 
 def summary_table(results) -> str:

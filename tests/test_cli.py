@@ -20,10 +20,34 @@ def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
     assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1
 
 
-def test_rounds_zero_is_rejected_by_the_parser(capsys):
+@pytest.mark.parametrize("argv, message", [
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"], "argument --rounds: must be at least 1"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "x"], "argument --limit: 'x' is not a whole"),
+    (["run", "society_of_mind"], "the following arguments are required: --dataset"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_parser_errors_are_one_clear_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:
-        main(["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"])
-    assert exit_.value.code == 2 and "must be at least 1" in capsys.readouterr().err
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.startswith("debatekit: error:") and message in err
+    assert len(err.splitlines()) == 1
+
+
+def test_resume_without_out_is_an_error_not_a_new_run(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "single", "--dataset", "arithmetic", "--model", "scripted/schema", "--resume"]) == 2
+    assert "--resume needs --out" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_rounds_sets_max_rounds_where_a_protocol_has_only_a_ceiling(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "dyn"
+    assert main(["run", "dynamics", "--dataset", "decisions", "--limit", "1", "--model", "scripted/schema",
+                 "--rounds", "2", "--out", str(out), "--quiet"]) == 0
+    params = json.loads((out / "run.json").read_text())["config"]["params"]
+    assert params == {"max_rounds": 2}
 
 
 def test_unreadable_dataset_row_names_line_and_field(tmp_path, capsys):
