@@ -47,10 +47,25 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
         "mean_rounds": (sum(len(d.rounds) for d in debates) / len(debates)) if debates else None,
         "converged": sum(bool(d.converged) for d in debates),
         "needs_human_review": sum(d.needs_human_review for d in debates),
+        "escalated_to": _escalations(debates),
         "stop_reasons": stops,
         **total,
         "wall_s_sum": round(sum(d.wall_s for d in debates), 2),
     }
+
+
+def escalation_target(debate: DebateRecord) -> str | None:
+    """Where a debate was escalated: the protocol's own target (dynamics: council or human), else human review."""
+    escalation = (debate.output or {}).get("escalation")
+    if isinstance(escalation, dict) and escalation.get("to") not in (None, "none"):
+        return escalation["to"]
+    return "human" if debate.needs_human_review else None
+
+
+def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
+    """Escalated debates by target, e.g. {"council": 2, "human": 1}."""
+    targets = [t for t in map(escalation_target, debates) if t]
+    return {t: targets.count(t) for t in sorted(set(targets))}
 
 
 def _score_summary(debates: list[DebateRecord]) -> dict:

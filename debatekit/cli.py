@@ -137,7 +137,7 @@ def _rounds_param(spec) -> str:
 def summary_table(results) -> str:
     """The comparison table printed at the end of `debatekit run`."""
     head = ("protocol", "params", "items", "failed", "accuracy [95% CI]", "rounds", "calls",
-            "tokens", "cached", "parse fail", "wall s")
+            "tokens", "cached", "parse fail", "escalated", "wall s")
     rows = [head]
     for r in results:
         s, cfg = r.summary, r.record.config
@@ -151,7 +151,9 @@ def summary_table(results) -> str:
         rows.append((cfg.protocol, params, str(s["items"]), str(s["failed"]), acc,
                      f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
                      str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
-                     str(s["parse_failures"]), f"{s['wall_s']:.0f}"))
+                     str(s["parse_failures"]),
+                     " ".join(f"{n} {to}" for to, n in s.get("escalated_to", {}).items()) or "0",
+                     f"{s['wall_s']:.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))

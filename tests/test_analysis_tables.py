@@ -82,3 +82,18 @@ def test_config_table_on_a_sweep(tmp_path):
     assert som.loc[1, "items"] == 4 and som.loc[1, "calls"] == 3.0
     single = table[table["protocol"] == "single"].iloc[0]
     assert single["accuracy"] == 1.0 and math.isnan(single["agents"])
+
+
+def test_summary_counts_escalations_by_target():
+    from debatekit.analysis import summarize
+    from debatekit.schemas import DebateRecord
+
+    def rec(i, output=None, human=False):
+        return DebateRecord(run_id="r", debate_id=f"d{i}", item_id=f"i{i}", protocol="p", status="ok",
+                            output=output or {}, needs_human_review=human)
+
+    debates = [rec(1, {"escalation": {"to": "council"}}), rec(2, {"escalation": {"to": "none"}}),
+               rec(3, {"escalation": {"to": "human"}}, human=True), rec(4, {"escalation": [{"trigger": "x"}]}, True),
+               rec(5, {"escalation": {"to": "council"}})]
+    summary = summarize(debates)
+    assert summary["escalated_to"] == {"council": 2, "human": 2} and summary["needs_human_review"] == 2
