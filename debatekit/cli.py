@@ -65,7 +65,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--seed", type=int, default=0)
     run.add_argument("--concurrency", type=_positive, default=4, help="debates run at once")
     run.add_argument("--token-budget", type=_positive, help="completion tokens per debate")
-    run.add_argument("--timeout", type=float, default=120.0, help="seconds per model call")
+    run.add_argument("--timeout", type=float,
+                     help="seconds per model call (default: 120 for a provider, 900 for a local/ model)")
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
     run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items")

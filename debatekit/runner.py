@@ -25,7 +25,7 @@ from debatekit.engine import Debate, Limits, Outcome
 from debatekit.gateway import Gateway, check_model, default_model, model_options_public
 from debatekit.local import cache_dir
 from debatekit.metrics import answers_equal
-from debatekit.schemas import DebateRecord, RunConfig, RunRecord
+from debatekit.schemas import DebateRecord, RunConfig, RunRecord, call_timeout_for
 from debatekit.trace import DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, git_commit, now
 
 
@@ -64,6 +64,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     """Run `config` and write its run folder; see `run` for the arguments."""
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
+    if config.call_timeout is None:  # resolved and recorded in run.json
+        config = config.model_copy(update={"call_timeout": call_timeout_for(config.model or default_model())})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
     check_model(config.model or default_model())
     folder = RunFolder(out or default_out(config))

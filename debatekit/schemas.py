@@ -45,8 +45,8 @@ class RunConfig(Strict):
     """Debates (items) run at once."""
     max_calls_in_flight: int | None = Field(None, ge=1)
     """Model calls in flight per model; None: per provider default."""
-    call_timeout: float = Field(120.0, gt=0)
-    """Seconds per model call attempt."""
+    call_timeout: float | None = Field(None, gt=0)
+    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (see `call_timeout_for`)."""
     round_timeout: float | None = Field(None, gt=0)
     """Seconds per parallel phase; unfinished agents are cut off and logged."""
     debate_timeout: float | None = Field(None, gt=0)
@@ -59,6 +59,17 @@ class RunConfig(Strict):
     """Reuse cached replies; a re-run of the same config makes zero model calls."""
     model_options: dict[str, dict[str, Any]] = {}
     """Extra litellm arguments per model string (api_base, ...); credentials never traced."""
+
+
+PROVIDER_CALL_TIMEOUT = 120.0
+LOCAL_CALL_TIMEOUT = 900.0
+
+
+def call_timeout_for(model: str) -> float:
+    """Default seconds per call: a provider that has not answered in 2 minutes has stalled, while
+    the embedded model on a 2-core CPU with 4 slots busy generates ~4 tokens/s per call, so a
+    900-token structured answer there needs minutes and is slow, not stalled."""
+    return LOCAL_CALL_TIMEOUT if model.startswith("local/") else PROVIDER_CALL_TIMEOUT
 
 
 class CallEvent(BaseModel):

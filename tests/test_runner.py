@@ -94,3 +94,20 @@ def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic
         tmp_path / "r", progress=False)
     for path in (tmp_path / "r").iterdir():
         assert secret not in path.read_text()
+
+
+def test_call_timeout_defaults_by_model_and_is_recorded(tmp_path):
+    from debatekit.schemas import LOCAL_CALL_TIMEOUT, PROVIDER_CALL_TIMEOUT, call_timeout_for
+
+    assert call_timeout_for("local/qwen2.5-coder-1.5b-instruct") == LOCAL_CALL_TIMEOUT == 900
+    assert call_timeout_for("openai/gpt-4o-mini") == PROVIDER_CALL_TIMEOUT == 120
+    first = run(RunConfig(protocol="single", dataset="arithmetic", limit=1, model="scripted/schema"),
+                tmp_path / "a", progress=False)
+    assert first.record.config.call_timeout == 120
+    result = run(RunConfig(protocol="single", dataset="arithmetic", limit=1, model="scripted/schema",
+                           call_timeout=7), tmp_path / "b", progress=False)
+    assert result.record.config.call_timeout == 7
+    # resuming with the same (unset) timeout is the same configuration, not a hash mismatch
+    again = run(RunConfig(protocol="single", dataset="arithmetic", limit=1, model="scripted/schema"),
+                tmp_path / "a", resume=True, progress=False)
+    assert again.record.run_id == first.record.run_id

@@ -31,6 +31,8 @@ from debatekit.retrieval import KnowledgeBase, Retriever, chunk_ref, citations
 from debatekit.trace import now
 
 KINDS = {1: ("posicoes_iniciais", "positions"), 2: ("rebatidas", "rebuttal")}  # then "refinamento"
+TIME_LIMITS = ("agent_timeout_s", "round_timeout_s", "total_timeout_s", "council_timeout_s", "rag_timeout_s")
+LOCAL_TIME_SCALE = 20.0  # the seed's 30 s per agent assumes an API model; the embedded one on 2 cores needs ~10 min
 
 
 @protocol("dynamics", item=Decision)
@@ -55,6 +57,7 @@ def dynamics(
     council_timeout_s: Annotated[float, Field(gt=0)] = 180.0,
     rag_max_queries: Annotated[int, Field(ge=0)] = 5,
     rag_timeout_s: Annotated[float, Field(gt=0)] = 15.0,
+    time_scale: Annotated[float, Field(gt=0)] | Literal["auto"] = "auto",
     rag_top_k: Annotated[int, Field(ge=1)] = 3,
     premise_overlap: float = 0.25,
     risk_overlap: float = 0.5,
@@ -93,6 +96,10 @@ class Session:
     """One debate of the protocol: its state between rounds and the debate log it builds."""
 
     def __init__(self, cfg, item: Decision, debate):
+        scale = cfg.time_scale  # every time limit of the seed, stretched for a slow model
+        if scale == "auto":
+            scale = LOCAL_TIME_SCALE if debate.model.startswith("local/") else 1.0
+        cfg = SimpleNamespace(**{**vars(cfg), "time_scale": scale, **{k: getattr(cfg, k) * scale for k in TIME_LIMITS}})
         self.cfg, self.item, self.debate = cfg, item, debate
         folder = Path(cfg.knowledge_dir or datasets_dir() / "knowledge") / item.knowledge
         self.rag = Retriever(KnowledgeBase.from_folder(folder), cfg.rag_max_queries, cfg.rag_timeout_s, cfg.rag_top_k)
@@ -144,7 +151,9 @@ class Session:
         return Outcome(
             final_answer=final, converged=converged, needs_human_review=to == "human",
             escalation_reason="; ".join(human_reasons) if to == "human" else None,
-            output={"route": route, "recommendation": chosen, "convergence": conv.score, "points": conv.points,
+            output={"route": route, "recommendation": chosen,
+                    "time_limits_s": {"time_scale": c.time_scale, **{k: getattr(c, k) for k in TIME_LIMITS}},
+                    "convergence": conv.score, "points": conv.points,
                     "circuit_breaker": reason, "synthesis": synthesis, "escalation": escalation,
                     "rag": self.rag.summary(), "agreement_as_expected": None if converged is None or
                     item.expected_agreement is None else converged == item.expected_agreement,

@@ -12,7 +12,7 @@ SIDECAR_VERSION = 1
 
 
 def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = None, model: str | None = None,
-              seed: int = 0, concurrency: int = 4, call_timeout: float = 120.0, progress: bool = True,
+              seed: int = 0, concurrency: int = 4, call_timeout: float | None = None, progress: bool = True,
               api_base: str | None = None, model_options: dict | None = None, max_tokens: int | None = None,
               **params):
     """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).

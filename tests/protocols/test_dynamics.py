@@ -113,6 +113,16 @@ def test_convergence_in_round_one_emits(setup):
     assert log["metricas"]["tempo_total_ms"] >= 0 and log["rag_queries"]["total"] == 1
 
 
+def test_time_scale_stretches_every_time_limit_of_the_seed(setup):
+    fn = script({(1, "CFO"): pos("B"), (1, "COO"): pos("B")})
+    debate, *_ = setup(fn)
+    seed = {"time_scale": 1.0, "agent_timeout_s": 30.0, "round_timeout_s": 120.0, "total_timeout_s": 300.0,
+            "council_timeout_s": 180.0, "rag_timeout_s": 15.0}
+    assert debate.output["time_limits_s"] == seed  # a scripted (non-local) model keeps the seed's numbers
+    debate, *_ = setup(fn, time_scale=2)
+    assert debate.output["time_limits_s"] == {k: v * 2 for k, v in seed.items()}
+
+
 def test_round_one_prompt_carries_evidence_and_options(setup):
     seen = {}
 
@@ -382,13 +392,15 @@ def test_shipped_dataset_runs_with_the_schema_model(tmp_path):
 @pytest.mark.local_model
 def test_one_decision_on_the_local_model(tmp_path):
     local.pull()
-    # the seed's 30 s per agent is too short for a 1.5B model on a small shared CPU: raised here
-    params = {"route": "debate", "max_rounds": 1, "council_size": 1, "agent_timeout_s": 1200,
-              "round_timeout_s": 1500, "total_timeout_s": 3600, "council_timeout_s": 1200}
-    result = run(RunConfig(protocol="dynamics", dataset="decisions", limit=1, params=params, cache=False,
-                           call_timeout=1200), tmp_path / "run", progress=False)
+    # the seed's time limits at their defaults: time_scale=auto stretches them x20 for a local/ model
+    params = {"route": "debate", "max_rounds": 1, "council_size": 1}
+    result = run(RunConfig(protocol="dynamics", dataset="decisions", limit=1, params=params, cache=False),
+                 tmp_path / "run", progress=False)
     (debate,) = result.debates
     assert debate.status == "ok" and result.record.model.startswith("local/")
+    assert debate.output["time_limits_s"] == {"time_scale": 20.0, "agent_timeout_s": 600.0, "round_timeout_s": 2400.0,
+                                              "total_timeout_s": 6000.0, "council_timeout_s": 3600.0,
+                                              "rag_timeout_s": 300.0}
     log = json.loads((tmp_path / "run" / "items" / debate.item_id / "debate_log.json").read_text())["debate_log"]
     assert log["rodadas"] and log["metricas"]["tokens_consumidos"] > 0
     events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
