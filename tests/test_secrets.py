@@ -65,3 +65,23 @@ def test_planted_keys_appear_in_no_output(tmp_path, monkeypatch, caplog, capfd, 
     logs = "\n".join(r.getMessage() for r in caplog.records)
     for secret in SECRETS:
         assert secret not in out and secret not in err and secret not in logs
+
+
+def test_planted_keys_appear_in_no_sweep_notebook_or_report(tmp_path, monkeypatch, server):
+    """A papermill sweep point (executed notebook, sidecar, run folder) and the HTML reports of it."""
+    from debatekit.report import write_notebook_html, write_report
+    from tests.sweep_helpers import NOTEBOOK
+
+    monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
+    monkeypatch.setenv("DEBATEKIT_TEST_TOKEN", OTHER)
+    grid = {"parameters": {"protocol": "society_of_mind", "dataset": "arithmetic", "limit": 1,
+                           "model": "openai/fake", "api_base": server.base_url},
+            "grid": {"agents": [2]}}
+    result = sweep.run_sweep(NOTEBOOK, grid, tmp_path / "sweep", workers=1, progress=False)
+    assert not result.failed and len(result.summary) == 1
+    (events,) = (tmp_path / "sweep").glob("*/events.jsonl")
+    assert len(events.read_text().splitlines()) >= 2  # both agents really called the server
+    write_report(tmp_path / "sweep", tmp_path / "sweep" / "report.html")
+    (notebook,) = (tmp_path / "sweep").glob("*.ipynb")
+    write_notebook_html(notebook, tmp_path / "notebook.html")
+    assert grep(tmp_path) == []
