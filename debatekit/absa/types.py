@@ -57,11 +57,16 @@ class ProposedEdit(BaseModel):
     confidence: Probability | None = Field(None, description="0 to 1.")
 
 
+_KO_PARTICLE = re.compile(r"(?<=[\uac00-\ud7a3])(에서|으로|은|는|이|가|을|를|도|의|에|과|와|로|만)$")
+
+
 def normalize_term(term: str) -> str:
-    """Comparable form of an aspect term: NFC, lower case, no punctuation, no leading article."""
+    """Comparable form of an aspect term: NFC, lower case, no punctuation, no leading article, and no
+    trailing Korean particle after a Hangul word (서비스가 -> 서비스), since models copy it from the sentence."""
     text = unicodedata.normalize("NFC", term or "").lower().strip()
     text = _ARTICLES.sub("", text)
-    return "".join(ch for ch in text if ch.isalnum())
+    text = "".join(ch for ch in text if ch.isalnum())
+    return _KO_PARTICLE.sub("", text)
 
 
 def locate(term: str, text: str) -> tuple[int, int] | None:

@@ -18,6 +18,14 @@ def test_tuple_scores(pred, tp, fp, fn, f1):
     assert (s["tp"], s["fp"], s["fn"], s["f1"]) == (tp, fp, fn, f1)
 
 
+def test_a_korean_term_copied_with_its_particle_still_matches():
+    gold = [{"term": "서비스", "polarity": "negative"}, {"term": "맛", "polarity": "positive"}]
+    pred = [{"term": "서비스가", "polarity": "negative"}, {"term": "맛이", "polarity": "positive"}]
+    assert tuple_scores(pred, gold)["f1"] == 1.0
+    assert tuple_scores([{"term": "서비스가", "polarity": "positive"}], gold)["tp"] == 0  # polarity still counts
+    assert tuple_scores([{"term": "가", "polarity": "negative"}], [{"term": "가", "polarity": "negative"}])["tp"] == 1
+
+
 def test_nothing_to_find_and_nothing_found_is_perfect():
     assert tuple_scores([], [])["f1"] == 1.0
 
