@@ -159,7 +159,16 @@ def summary_table(results) -> str:
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     where = "\n".join(f"trace: {r.path}" for r in results)
-    return "\n".join(lines) + "\n" + "".join(round_table(r) for r in results) + where
+    return "\n".join(lines) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
+
+
+def protocol_report(result) -> str:
+    """The protocol's own summary of the run (stage F1 of patch_debate, resolution accuracy of arbitration)."""
+    from debatekit import registry
+
+    report = registry.get(result.record.config.protocol).report
+    text = report(result.path) if report else ""
+    return f"\n{result.record.config.protocol}: {text.rstrip()}\n\n" if text else ""
 
 
 def round_table(result) -> str:

@@ -37,6 +37,8 @@ class ProtocolSpec:
     factory: Callable[..., Solver]
     item_model: type[BaseModel]
     description: str
+    report: Callable[[Any], str] | None = None
+    """Extra lines `debatekit run` prints for a finished run folder (the protocol's own scores)."""
 
     @property
     def params(self) -> dict[str, inspect.Parameter]:
@@ -67,12 +69,13 @@ class ProtocolSpec:
 _protocols: dict[str, ProtocolSpec] = {}
 
 
-def protocol(name: str, item: type[BaseModel] = Item):
-    """Register a protocol factory under `name`; `item` is the model its dataset rows must fit."""
+def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None):
+    """Register a protocol factory under `name`; `item` is the model its dataset rows must fit;
+    `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms."""
 
     def register(factory):
         doc = inspect.getdoc(factory) or ""
-        _protocols[name] = ProtocolSpec(name, factory, item, doc.splitlines()[0] if doc else "")
+        _protocols[name] = ProtocolSpec(name, factory, item, doc.splitlines()[0] if doc else "", report)
         return factory
 
     return register

@@ -96,3 +96,18 @@ def test_protocol_score_is_shown_when_there_is_no_ground_truth(tmp_path, capsys)
     assert main(["run", "test_scored_without_truth", "--dataset", str(path), "--model", "scripted/schema",
                  "--out", str(tmp_path / "o"), "--quiet"]) == 0
     assert "score 0.50 [0.50, 0.50]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("protocol, dataset, lines", [
+    ("patch_debate", "absa_reviews", ["patch_debate: tuples and sentence label by stage", "stage1  3  ", "debate  3  ",
+                                      "final   3  "]),
+    ("arbitration", "metric_reports", ["arbitration: 8 items, 5 true contradictions, 5 detected",
+                                       "detection precision 1.00 (5/5)", "resolution accuracy "]),
+])
+def test_run_prints_the_protocols_own_scores(tmp_path, capsys, protocol, dataset, lines):
+    limit = "3" if protocol == "patch_debate" else "8"
+    assert main(["run", protocol, "--dataset", dataset, "--limit", limit, "--model", "scripted/schema",
+                 "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    for line in lines:
+        assert line in out

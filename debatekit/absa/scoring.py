@@ -79,6 +79,18 @@ def stage_table(paths: Iterable[Path | str], by: Iterable[str] = ("run_id", "sta
     return aggregate(stage_rows(debates), by)
 
 
+def stage_report(path: Path | str) -> str:
+    """Tuple P/R/F1 and sentence accuracy after Stage 1, after the debate and after the moderator."""
+    table = stage_table([path])
+    if table.empty:
+        return ""
+    lines = ["tuples and sentence label by stage (micro over items)",
+             "stage   items  precision  recall  f1     sentence acc"]
+    lines += [f"{r.stage:<6}  {r.items:<5}  {r.precision:<9.2f}  {r.recall:<6.2f}  {r.f1:<5.2f}  {r.sentence_accuracy:.2f}"
+              for r in table.itertuples()]
+    return "\n".join(lines)
+
+
 def debate_kpis(paths: Iterable[Path | str], thresholds: MappingThresholds = MappingThresholds()) -> pd.DataFrame:
     """Per run: mapping metrics over all items' edits, override counters, and the mapping warnings."""
     from debatekit.trace import RunFolder

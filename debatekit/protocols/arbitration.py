@@ -25,7 +25,7 @@ from typing import Annotated, Any, Callable, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from debatekit.engine import Outcome
-from debatekit.protocols.arbitration_scoring import TruthEntry, score_resolutions, score_values
+from debatekit.protocols.arbitration_scoring import TruthEntry, run_report, score_resolutions, score_values
 from debatekit.protocols.consensus import Action, Resolution, build_consensus, check
 from debatekit.protocols.contradictions import Citation, Contradiction, Finding, Report, Rules, detect
 from debatekit.protocols.fields import Probability
@@ -81,7 +81,7 @@ class AnalystReport(BaseModel):
     findings: list[AnalystFinding] = Field(max_length=5, description="The key findings, at most 5.")
 
 
-@protocol("arbitration", item=ArbitrationItem)
+@protocol("arbitration", item=ArbitrationItem, report=run_report)
 def arbitration(
     reports: Literal["given", "analysts"] = "given",
     analysts: Annotated[int, Field(ge=2, le=5)] = 2,

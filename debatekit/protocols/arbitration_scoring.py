@@ -123,3 +123,23 @@ def score_values(truth: list[TruthEntry], adjusted_reports: list[dict], toleranc
     return {"value_accuracy": round(sum(r["correct"] for r in rows) / len(rows), 4) if rows else None,
             "values": rows}
 
+
+
+def run_report(path) -> str:
+    """Pooled over a run's items: detection precision/recall, resolution and action accuracy, flags."""
+    from debatekit.trace import RunFolder
+
+    scores = [d.output["score"] for d in RunFolder(path).debates()
+              if d.status == "ok" and "resolution_accuracy" in (d.output.get("score") or {})]
+    entries = [e for s in scores for e in s["entries"]]
+    if not scores:
+        return ""
+    total = lambda key: sum(s[key] for s in scores)  # noqa: E731
+    ratio = lambda a, b: f"{a / b:.2f} ({a}/{b})" if b else "n/a"  # noqa: E731
+    right = sum(e["resolution_correct"] for e in entries)
+    acted = sum(e["action_correct"] for e in entries)
+    return (f"{len(scores)} items, {total('truth')} true contradictions, {total('detected')} detected\n"
+            f"detection precision {ratio(total('matched'), total('detected'))}, "
+            f"recall {ratio(total('matched'), total('truth'))}\n"
+            f"resolution accuracy {ratio(right, len(entries))}, action accuracy {ratio(acted, len(entries))}, "
+            f"flagged for review {ratio(total('flagged'), total('detected'))}")

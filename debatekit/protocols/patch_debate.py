@@ -33,7 +33,7 @@ from debatekit.absa.agent_outputs import (DEFAULT_PERSONAS, AteReview, AtsaRevie
                                           Extraction, TurnEdits, ValidatorReport)
 from debatekit.absa.context import build_review_context, prompt_view
 from debatekit.absa.patching import apply_patch
-from debatekit.absa.scoring import stage_scores
+from debatekit.absa.scoring import stage_report, stage_scores
 from debatekit.absa.types import (AspectTuple, Polarity, ProposedEdit, SentenceLabel, history_line, locate,
                                   normalize_term, sentence_label)
 from debatekit.engine import Outcome
@@ -86,7 +86,7 @@ class DebateResult:
         return (self.summary or {}).get("sentence_polarity") or sentence_label(t.polarity for t in self.tuples)
 
 
-@protocol("patch_debate", item=AbsaItem)
+@protocol("patch_debate", item=AbsaItem, report=stage_report)
 def patch_debate(
     rounds: Annotated[int, Field(ge=1, le=5)] = 1,
     order: list[str] = ["epm", "tan", "cj"],
