@@ -275,18 +275,15 @@ class Session:
         c, d = self.cfg, self.debate
         stances = [stance(a, p, self.item.options) for a, p in self.latest.items()]
         explicit = self.explicit_divergences(conv)
-        if route == "simple" and self.latest:
-            (p,) = self.latest.values()
-            return {"recommendation": letter(p, self.item.options), "decision": p.position, "consensus": [],
-                    "divergences": [], "critical_divergence": False, "risk_level": "medium", "in_scope": True,
-                    "confidence": p.confidence, "source": "single_agent", "reduced_by_timeout": False}
         reduced = reason == "total_timeout" or self.left() == 0.0
         if self.latest and not reduced:
             positions = "\n".join(f"- {a}: {describe(p, self.item.options)}" for a, p in self.latest.items())
             note = P.BREAKER_NOTE.format(reason=reason) if reason else ""
+            convergence = "n/a (one agent)" if conv.score is None else (
+                f"{conv.score:g}% (agreed: {', '.join(conv.consensus) or 'nothing'}; "
+                f"disputed: {', '.join(conv.divergent) or 'nothing'})")
             user = P.SYNTHESIS.format(question=self.item.question, options=self.options, positions=positions,
-                                      convergence=conv.score, agreed=", ".join(conv.consensus) or "nothing",
-                                      disputed=", ".join(conv.divergent) or "nothing", breaker=note)
+                                      convergence=convergence, breaker=note)
             turn = await d.ask("synthesizer", [{"role": "user", "content": user}], Synthesis, phase="synthesis",
                                temperature=0.2, timeout=min(c.agent_timeout_s, self.left()))
             if turn.ok and option_letter(turn.parsed.recommendation, self.item.options):

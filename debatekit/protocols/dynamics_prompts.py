@@ -31,7 +31,7 @@ REFINEMENT = (
 
 SYNTHESIS = (
     "Synthesize this debate into one decision.\nDecision: {question}\nOptions:\n{options}\n"
-    "Positions:\n{positions}\nConvergence: {convergence}% (agreed: {agreed}; disputed: {disputed}).{breaker}\n"
+    "Positions:\n{positions}\nConvergence: {convergence}.{breaker}\n"
     "Give the recommended option letter, the decision, consensus points, unresolved divergences, "
     "whether a divergence is critical, the risk level, whether the evidence covers the question "
     "(in_scope), and your confidence 0-100.")

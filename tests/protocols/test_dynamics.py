@@ -202,6 +202,7 @@ def test_breaker_max_rounds_forces_synthesis_then_council_emits(setup):
     assert sorted(e["agent"] for e in events if e["phase"] == "council") == ["CEO", "Chief Risk Officer",
                                                                             "General Counsel"]
     assert "circuit breaker stopped the debate (max_rounds): state the divergences explicitly" in seen["synthesis"]
+    assert "Convergence: 25% (agreed: premises; disputed: recommendation, risks, timing)." in seen["synthesis"]
     assert debate.output["synthesis"]["divergences_explicit"]
     assert log["resultado"]["escalado_para"] == "COUNCIL" and log["resultado"]["circuit_breaker"] is True
 
@@ -314,12 +315,23 @@ def test_each_human_trigger_skips_the_council(setup, synthesis, reason):
     assert not [e for e in events if e["phase"] == "council"] and log["resultado"]["escalado_para"] == "HUMANO"
 
 
-def test_router_call_picks_simple_one_agent_no_synthesis_call(setup):
-    debate, log, events, breaker = setup(script({(1, "CFO"): pos(conf=90)}, route="simple"), route="auto")
-    assert [e["phase"] for e in events] == ["routing", "positions"]
+def test_router_call_picks_simple_one_agent_then_synthesis(setup):
+    seen = {}
+    fn = script({(1, "CFO"): pos(conf=90)}, route="simple")
+    debate, log, events, breaker = setup(lambda req: seen.setdefault(req.phase, req.prompt) and fn(req), route="auto")
+    assert [e["phase"] for e in events] == ["routing", "positions", "synthesis"]  # SIMPLES -> SINTESE (seed)
+    assert "Convergence: n/a (one agent)." in seen["synthesis"] and "- CFO: option B" in seen["synthesis"]
     assert debate.stop_reason == "single_agent" and debate.output["route"] == "simple"
     assert debate.final_answer == OPTIONS[1] and debate.output["escalation"]["to"] == "none"
     assert log["participantes"] == ["CFO"] and debate.converged is None
+
+
+def test_simple_route_still_escalates_on_the_synthesis(setup):
+    """Out of scope and catastrophic risk come from the synthesis, so the one-agent route reaches them too."""
+    fn = script({(1, "CFO"): pos(conf=90)}, synthesis=syn(risk="catastrophic"), route="simple")
+    debate, log, events, breaker = setup(fn, route="auto")
+    assert debate.output["route"] == "simple" and debate.needs_human_review
+    assert "catastrophic" in debate.escalation_reason and log["resultado"]["escalado_para"] == "HUMANO"
 
 
 def test_critical_item_goes_straight_to_the_council(setup):
