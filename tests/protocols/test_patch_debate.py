@@ -223,3 +223,56 @@ def test_one_sentence_on_the_local_model(tmp_path):
     assert d.usage.calls == 8 and d.usage.completion_tokens > 0
     assert set(d.output["metrics"]) == {"stage1", "debate", "final"}
     assert (result.path / "items" / "absa-en-001" / "moderator.json").exists()
+
+
+def _variant(**changes):
+    """REPLIES with nested changes: {"stage2_ate.confidence": 0.4, "tan.proposed_edits": [...]}."""
+    import copy
+
+    replies = copy.deepcopy(REPLIES)
+    for path, value in changes.items():
+        key, field = path.split(".", 1)
+        if "." in field:
+            field, index, sub = field.split(".")
+            replies[key][field][int(index)][sub] = value
+        else:
+            replies[key][field] = value
+    return replies
+
+
+LOW_CONF = {"stage1_extract.confidence": 0.4, "stage1_validate.suggested_label": None,
+            "stage1_validate.confidence": 0.3, "stage1_validate.issues": [], "stage2_ate.confidence": 0.4,
+            "stage2_ate.sentence_label": "positive"}
+
+
+@pytest.mark.parametrize("changes, params, rules, flags, label", [
+    # D: the sentence ATE (positive) and the aspects (mixed) disagree by more than 0.1 -> the aspects win
+    (LOW_CONF, {}, ["B", "D"], {"confidence_margin_used": True, "rule_e_block_reason": "label_unchanged"}, "mixed"),
+    # E fires: a weak label (0.47 < 0.55) that differs from the judge's sentence polarity
+    ({**LOW_CONF, "stage2_atsa.sentiment_review.0.confidence": 0.5, "stage2_atsa.sentiment_review.1.confidence": 0.6},
+     {"enable_debate_override": False}, ["B", "A", "E"], {"rule_e_fired": True, "rule_e_block_reason": None}, "mixed"),
+    # E blocked: the label is already confident (rule A lifted it to 0.65)
+    ({**LOW_CONF, "stage2_atsa.sentiment_review.1.confidence": 0.9}, {"enable_debate_override": False},
+     ["B", "A"], {"rule_e_fired": False, "rule_e_block_reason": "confidence_too_high"}, "positive"),
+], ids=["rule D", "rule E fires", "rule E blocked: confidence_too_high"])
+def test_moderator_rules_through_the_whole_pipeline(tmp_path, absa_file, model_from, changes, params, rules, flags,
+                                                     label):
+    (d,) = go(tmp_path, absa_file, model_from(lambda req: _variant(**changes)[
+        req.agent if req.phase == "debate" else req.phase]), **params).debates
+    mod = d.output["moderator"]
+    assert mod["applied_rules"] == rules and d.final_answer == label
+    assert {k: mod["arbiter_flags"][k] for k in flags} == flags
+
+
+@pytest.mark.parametrize("changes, outcome", [
+    # the review already holds the debate's polarity with confidence >= 0.7
+    ({"stage2_atsa.sentiment_review.1.polarity": "negative", "stage2_atsa.sentiment_review.1.action": "maintain",
+      "stage2_atsa.sentiment_review.1.confidence": 0.9}, "skipped_already_confident"),
+    # the speakers pull the service both ways: total 1.7 >= 1.6 but margin 0.1 < 0.8
+    ({"tan.proposed_edits": [edit("set_polarity", "service", "positive", 0.8)]}, "skipped_conflict"),
+], ids=["already confident", "conflict"])
+def test_override_outcomes_through_the_whole_pipeline(tmp_path, absa_file, model_from, changes, outcome):
+    (d,) = go(tmp_path, absa_file, model_from(lambda req: _variant(**changes)[
+        req.agent if req.phase == "debate" else req.phase])).debates
+    assert d.output["override"][f"debate_override_{outcome}"] == 1
+    assert d.output["override"]["debate_override_applied"] == 0
