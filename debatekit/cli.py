@@ -176,8 +176,8 @@ def round_table(result) -> str:
     from debatekit.analysis import load_runs, round_metrics
 
     metrics = round_metrics(load_runs([result.path]))
-    if metrics.empty or metrics["round"].max() < 2:
-        return ""
+    if metrics.empty or metrics["round"].max() < 2 or metrics["agent_accuracy"].isna().all():
+        return ""  # single round, or no ground truth to score rounds against (free-text answers)
     lines = [f"\n{result.record.config.protocol} by round (debates still running at that round):",
              "round  debates  agent acc  majority acc  agreement  wrong->right  right->wrong"]
     for row in metrics.itertuples():

@@ -111,3 +111,10 @@ def test_run_prints_the_protocols_own_scores(tmp_path, capsys, protocol, dataset
     out = capsys.readouterr().out
     for line in lines:
         assert line in out
+
+
+def test_no_per_round_accuracy_table_without_ground_truth(tmp_path, capsys):
+    assert main(["run", "cross_critique", "--dataset", "legal_conflicts", "--limit", "1", "--model",
+                 "scripted/schema", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "by round" not in out and "nan" not in out and "cross_critique" in out
