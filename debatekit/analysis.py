@@ -54,17 +54,10 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
     }
 
 
-def escalation_target(debate: DebateRecord) -> str | None:
-    """Where a debate was escalated: the protocol's own target (dynamics: council or human), else human review."""
-    escalation = (debate.output or {}).get("escalation")
-    if isinstance(escalation, dict) and escalation.get("to") not in (None, "none"):
-        return escalation["to"]
-    return "human" if debate.needs_human_review else None
-
-
 def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
-    """Escalated debates by target, e.g. {"council": 2, "human": 1}."""
-    targets = [t for t in map(escalation_target, debates) if t]
+    """Escalated debates by target, e.g. {"council": 2, "human": 1} (records older than the field: human review)."""
+    targets = [d.escalated_to or ("human" if d.needs_human_review else None) for d in debates]
+    targets = [t for t in targets if t]
     return {t: targets.count(t) for t in sorted(set(targets))}
 
 

@@ -79,6 +79,8 @@ class Outcome:
     converged: bool | None = None
     needs_human_review: bool = False
     escalation_reason: str | None = None
+    escalated_to: str | None = None
+    """Where the debate was escalated (dynamics: "council" or "human"); None with needs_human_review means human."""
     score: float | None = None
     correct: bool | None = None
 

@@ -142,6 +142,8 @@ class DebateRecord(BaseModel):
     converged: bool | None = None
     needs_human_review: bool = False
     escalation_reason: str | None = None
+    escalated_to: str | None = None
+    """council, human, ... or None (not escalated)."""
     output: dict[str, Any] = {}
     usage: Usage = Usage()
     wall_s: float = 0.0

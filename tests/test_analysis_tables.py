@@ -88,12 +88,11 @@ def test_summary_counts_escalations_by_target():
     from debatekit.analysis import summarize
     from debatekit.schemas import DebateRecord
 
-    def rec(i, output=None, human=False):
+    def rec(i, to=None, human=False):
         return DebateRecord(run_id="r", debate_id=f"d{i}", item_id=f"i{i}", protocol="p", status="ok",
-                            output=output or {}, needs_human_review=human)
+                            escalated_to=to, needs_human_review=human)
 
-    debates = [rec(1, {"escalation": {"to": "council"}}), rec(2, {"escalation": {"to": "none"}}),
-               rec(3, {"escalation": {"to": "human"}}, human=True), rec(4, {"escalation": [{"trigger": "x"}]}, True),
-               rec(5, {"escalation": {"to": "council"}})]
+    debates = [rec(1, "council"), rec(2), rec(3, "human", human=True), rec(4, human=True),  # 4: an older record
+               rec(5, "council")]
     summary = summarize(debates)
     assert summary["escalated_to"] == {"council": 2, "human": 2} and summary["needs_human_review"] == 2

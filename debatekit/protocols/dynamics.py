@@ -150,6 +150,7 @@ class Session:
         docs = {ch.doc for ch in self.rag.returned.values()}
         return Outcome(
             final_answer=final, converged=converged, needs_human_review=to == "human",
+            escalated_to=None if to == "none" else to,
             escalation_reason="; ".join(human_reasons) if to == "human" else None,
             output={"route": route, "recommendation": chosen,
                     "time_limits_s": {"time_scale": c.time_scale, **{k: getattr(c, k) for k in TIME_LIMITS}},

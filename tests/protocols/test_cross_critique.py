@@ -139,7 +139,7 @@ def test_no_convergence_after_round_3_escalates(tmp_path, legal, model_from):
     fn = scripted(critiques={(a, r): CONFLICT for a in ("NLA", "ALA") for r in (1, 2)})
     record, _ = debate(tmp_path, legal, model_from, fn)
     assert record.output["rounds_used"] == 3 and not record.converged and record.stop_reason == "max_rounds"
-    assert triggers(record) == ["no_convergence"] and record.needs_human_review
+    assert triggers(record) == ["no_convergence"] and record.needs_human_review and record.escalated_to == "human"
     assert "no convergence after R3" in record.escalation_reason
     queue = [json.loads(line) for line in (tmp_path / "run" / "review_queue.jsonl").read_text().splitlines()]
     assert [q["item_id"] for q in queue] == ["lc-x"] and queue[0]["item_dir"] == "items/lc-x"

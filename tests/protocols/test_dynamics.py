@@ -96,7 +96,7 @@ def test_convergence_in_round_one_emits(setup):
     fn = script({(1, "CFO"): pos("B"), (1, "COO"): pos("B", premises=("the bridge costs $69k",))})
     debate, log, events, breaker = setup(fn)
     assert debate.stop_reason == "convergence" and debate.converged and breaker is None
-    assert debate.final_answer == OPTIONS[1] and not debate.needs_human_review
+    assert debate.final_answer == OPTIONS[1] and not debate.needs_human_review and debate.escalated_to is None
     assert debate.output["escalation"]["to"] == "none" and debate.output["convergence"] == 100.0
     assert sorted((e["phase"], e["agent"], e["round"]) for e in events) == [
         ("positions", "CFO", 1), ("positions", "COO", 1), ("synthesis", "synthesizer", None)]
@@ -199,6 +199,7 @@ def test_breaker_max_rounds_forces_synthesis_then_council_emits(setup):
     esc = debate.output["escalation"]
     assert esc["to"] == "council" and "convergence 25 < 70" in esc["reasons"]
     assert esc["council"]["confidence"] == 80.0 and esc["council"]["emits"] and not debate.needs_human_review
+    assert debate.escalated_to == "council"
     assert sorted(e["agent"] for e in events if e["phase"] == "council") == ["CEO", "Chief Risk Officer",
                                                                             "General Counsel"]
     assert "circuit breaker stopped the debate (max_rounds): state the divergences explicitly" in seen["synthesis"]
@@ -215,7 +216,7 @@ def test_breaker_loop_is_an_impasse_and_a_split_council_goes_to_a_human(setup):
     assert debate.stop_reason == "loop" and len(debate.rounds) == 2 and breaker["motivo"] == "loop"
     esc = debate.output["escalation"]
     assert "impasse (loop detected)" in esc["reasons"] and esc["council"]["confidence"] == 30.0
-    assert esc["to"] == "human" and debate.needs_human_review
+    assert esc["to"] == "human" and debate.needs_human_review and debate.escalated_to == "human"
     assert debate.escalation_reason == "council confidence 30 < 60"
     assert log["resultado"]["escalado_para"] == "HUMANO" and breaker["acao"] == "Escalando para HUMANO"
 
