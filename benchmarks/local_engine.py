@@ -126,7 +126,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--agents", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--concurrency", type=int, default=4, help="debates at once")
+    parser.add_argument("--concurrency", type=int, default=12,
+                        help="debates at once: more than the 4 slots, so round barriers leave no slot idle "
+                             "(4 measured 0.81)")
     parser.add_argument("--call-timeout", type=float, default=3600.0,
                         help="seconds per call: generous, this measures throughput (a timed-out call keeps its slot busy)")
     args = parser.parse_args(argv)
