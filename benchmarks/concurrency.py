@@ -100,6 +100,8 @@ def measure(items: int, latency: float, in_flight: int, sequential_calls: int | 
         "lower_bound_s": round(bound, 3),
         "speedup_vs_sequential": round(speedup, 2),
         "ratio_to_lower_bound": round(dk["wall_s"] / bound, 3),
+        # a negative own share means the sequential loop pays per-call costs that concurrent calls
+        # share (event-loop wake-ups, connection reuse); `overhead` isolates debatekit's own share
         "cpu_ms_per_call": {
             "litellm_alone": round(litellm_cpu_ms, 3),
             "debatekit_total": round(dk_cpu_ms, 3),
