@@ -40,8 +40,13 @@ class Item(BaseModel):
 
 
 def datasets_dir() -> Path:
-    """Folder of shipped datasets: $DEBATEKIT_DATASETS or the repository's `datasets/`."""
-    return Path(os.environ.get("DEBATEKIT_DATASETS") or Path(__file__).resolve().parent.parent / "datasets")
+    """Folder of shipped datasets: $DEBATEKIT_DATASETS, else the checkout's `datasets/` (an
+    editable install), else the copy a wheel installs as `debatekit/_datasets`."""
+    if os.environ.get("DEBATEKIT_DATASETS"):
+        return Path(os.environ["DEBATEKIT_DATASETS"])
+    here = Path(__file__).resolve().parent
+    checkout = here.parent / "datasets"
+    return checkout if checkout.is_dir() else here / "_datasets"
 
 
 def available() -> list[str]:

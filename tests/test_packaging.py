@@ -1,0 +1,50 @@
+"""The wheel a researcher installs without the repository (`pip install debatekit`, not `-e`)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("wheel")
+    # build isolation fetches setuptools from the package registry, as `pip install` itself does
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", str(ROOT), "-w", str(out)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    (path,) = out.glob("debatekit-*.whl")
+    return path
+
+
+def test_wheel_ships_every_module_and_every_dataset_file(wheel):
+    names = set(zipfile.ZipFile(wheel).namelist())
+    modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "debatekit").rglob("*.py")
+               if "__pycache__" not in p.parts}
+    data = {"debatekit/_datasets/" + p.relative_to(ROOT / "datasets").as_posix()
+            for p in (ROOT / "datasets").rglob("*") if p.is_file()}
+    assert modules - names == set(), "modules missing from the wheel: add their package to pyproject.toml"
+    assert data - names == set(), "dataset files missing from the wheel: widen package-data in pyproject.toml"
+
+
+def test_an_installed_wheel_finds_its_shipped_datasets(wheel, tmp_path):
+    site = tmp_path / "site"
+    zipfile.ZipFile(wheel).extractall(site)
+    code = ("import json, debatekit, debatekit.datasets as d;"
+            "row = json.loads(d.resolve('decisions').read_text(encoding='utf-8').splitlines()[0]);"
+            "print(json.dumps([debatekit.__file__, str(d.datasets_dir()), d.available(), row['knowledge']]))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    module, folder, names, knowledge = json.loads(done.stdout.strip().splitlines()[-1])
+    assert module == str(site / "debatekit" / "__init__.py")  # the wheel's copy, not the checkout
+    assert folder == str(site / "debatekit" / "_datasets")
+    assert names == sorted(p.stem for p in (ROOT / "datasets").glob("*.jsonl"))
+    assert (site / "debatekit" / "_datasets" / "knowledge" / knowledge).is_dir()
