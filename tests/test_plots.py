@@ -102,3 +102,14 @@ def test_item_answers_marks_truth_and_round():
     assert [t.name for t in fig.data] == ["agent1", "agent2", "truth 10"]
     assert list(fig.data[1].y) == [11, 10] and list(fig.data[1].marker.symbol) == ["x", "circle"]
     assert fig.layout.shapes[0].x0 == 2
+
+
+def test_cost_labels_take_the_side_where_they_clear_their_neighbours():
+    frame = pd.DataFrame({"completion_tokens": [100, 120, 1000, 1010, 500],
+                          "accuracy": [0.1, 0.1, 0.5, 0.9, 0.1],
+                          "label": ["close one", "close two", "far", "far above", "middle"]})
+    shown, position = plots._point_labels(frame, "completion_tokens", "label")
+    assert list(shown) == list(frame["label"])
+    assert position[0] != position[1]  # 20 tokens apart at the same accuracy: one above, one below
+    assert position[4] == "top center"  # nothing near it
+    assert position[2] == position[3] == "top center"  # close in x, far apart in accuracy

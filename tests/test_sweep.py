@@ -178,3 +178,13 @@ def test_rerun_skips_complete_points_and_retries_the_failed_one(real_sweep):
     assert sorted(status.values()) == ["failed", "skipped", "skipped"]
     assert status[first.failed[0].point_id] == "failed"
     assert len(again.summary) == len(first.summary)
+
+
+def test_a_sweep_prints_no_kernel_start_warnings_over_its_progress(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    done = sweep.run_sweep(NOTEBOOK, scripted_grid(tmp_path, grid={"agents": [1]}), tmp_path / "out", workers=1,
+                           progress=False)
+    assert [r.status for r in done.results] == ["complete"]
+    err = capfd.readouterr().err
+    assert "IPKernelApp" not in err and "without encryption" not in err, err[-1000:]

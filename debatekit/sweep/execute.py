@@ -183,7 +183,10 @@ def execute_point(task: dict) -> PointResult:
             papermill.execute_notebook(
                 task["notebook"], task["output"], parameters=task["parameters"], progress_bar=False,
                 kernel_name=task["kernel_name"], cwd=task["cwd"], execution_timeout=task["cell_timeout"],
-                request_save_on_cell_execute=False)
+                request_save_on_cell_execute=False,
+                # ipykernel warns on every start that loopback TCP is unencrypted: one line per
+                # point over the progress bar; kernel errors still print
+                extra_arguments=["--IPKernelApp.log_level=ERROR"])
         except PapermillExecutionError as exc:
             source = (exc.source or "").strip().splitlines()
             return PointResult(task["point_id"], "failed", task["output"],
