@@ -55,9 +55,8 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
 
 
 def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
-    """Escalated debates by target, e.g. {"council": 2, "human": 1} (records older than the field: human review)."""
-    targets = [d.escalated_to or ("human" if d.needs_human_review else None) for d in debates]
-    targets = [t for t in targets if t]
+    """Escalated debates by target, e.g. {"council": 2, "human": 1}."""
+    targets = [d.escalated_to for d in debates if d.escalated_to]
     return {t: targets.count(t) for t in sorted(set(targets))}
 
 

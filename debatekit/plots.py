@@ -188,7 +188,8 @@ def _point_labels(configs: pd.DataFrame, cost: str, label: str) -> tuple[pd.Seri
     placed: list[tuple[str, float, float]] = []  # side, right edge, accuracy of each placed label
     for idx in configs[first].sort_values(cost, kind="stable").index:
         x, y = configs.at[idx, cost], configs.at[idx, "accuracy"]
-        left, half = x - len(shown[idx]) * per_char / 2, len(shown[idx]) * per_char / 2
+        half = len(shown[idx]) * per_char / 2
+        left = x - half
 
         def room(side: str) -> float:  # the gap to the nearest label it could touch on that side
             return min((left - right for s, right, at in placed if s == side and abs(at - y) < 0.08),

@@ -167,7 +167,8 @@ async def _debate(solver, item, debate: Debate, protocol: str) -> DebateRecord:
             None if correct is None else float(correct)),
         stop_reason=debate.stop_reason, converged=outcome.converged,
         needs_human_review=outcome.needs_human_review, escalation_reason=outcome.escalation_reason,
-        escalated_to=outcome.escalated_to or ("human" if outcome.needs_human_review else None), output=outcome.output, usage=debate.usage, wall_s=round(debate.elapsed, 3), log=debate.log)
+        escalated_to=outcome.escalated_to, output=outcome.output, usage=debate.usage,
+        wall_s=round(debate.elapsed, 3), log=debate.log)
 
 
 def _safe_name(item_id: str) -> str:

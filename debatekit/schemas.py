@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 SCHEMA_VERSION = 1
 
@@ -143,11 +143,18 @@ class DebateRecord(BaseModel):
     needs_human_review: bool = False
     escalation_reason: str | None = None
     escalated_to: str | None = None
-    """council, human, ... or None (not escalated)."""
+    """council, human, ... or None (not escalated); human whenever human review is needed and the
+    protocol named no target (also for records written before the field existed)."""
     output: dict[str, Any] = {}
     usage: Usage = Usage()
     wall_s: float = 0.0
     log: list[str] = []
+
+    @model_validator(mode="after")
+    def _human_review_is_an_escalation(self) -> DebateRecord:
+        if self.escalated_to is None and self.needs_human_review:
+            self.escalated_to = "human"
+        return self
 
 
 class DatasetInfo(BaseModel):
