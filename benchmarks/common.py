@@ -63,11 +63,11 @@ def dist_ms(seconds: list[float]) -> dict:
             "p90_ms": round(pct(ms, 0.9), 3), "mean_ms": round(statistics.fmean(ms), 3)}
 
 
-def save(name: str, result: dict) -> Path:
-    """Write `results/NAME.json` with the machine description and a timestamp; print it."""
-    RESULTS.mkdir(parents=True, exist_ok=True)
+def save(name: str, result: dict, path: Path | None = None) -> Path:
+    """Write `results/NAME.json` (or `path`) with the machine description and a timestamp; print it."""
     data = {"benchmark": name, "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "machine": machine(), **result}
-    path = RESULTS / f"{name}.json"
+    path = path or RESULTS / f"{name}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(data, indent=2))
     print(f"written: {path}", file=sys.stderr)

@@ -11,7 +11,8 @@ without a request (counted once requests began). It runs in its own process so t
         server.stats()             # {"requests": n, "max_in_flight": m}
 
 A request whose model name contains `echo-auth` gets a 401 whose message repeats the
-Authorization header it received (a worst-case provider, for the secrets test).
+Authorization header it received (a worst-case provider, for the secrets test); one whose
+name contains `echo-key` gets a normal reply with that header written into its text.
 """
 
 from __future__ import annotations
@@ -42,6 +43,19 @@ def answer_for(body: dict) -> str:
     return json.dumps(schema_instance(schema, random.Random(seed)))
 
 
+def _with_header(text: str, auth: str) -> str:
+    """`text` with `auth` in its first string field (and before it), still valid for the schema."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return f"{text} {auth}"
+    for key, value in data.items():
+        if isinstance(value, str):
+            data[key] = f"{value} {auth}"
+            break
+    return f"(sent with {auth}) {json.dumps(data)}"
+
+
 async def serve(latency: float, lifetime: float, idle: float, log: Path, port_file: Path) -> None:
     from aiohttp import web
 
@@ -64,6 +78,8 @@ async def serve(latency: float, lifetime: float, idle: float, log: Path, port_fi
                                          status=401)
             await asyncio.sleep(latency)
             text = answer_for(body)
+            if "echo-key" in str(body.get("model", "")):  # a proxy that puts the header into a good reply
+                text = _with_header(text, request.headers.get("Authorization", ""))
             words = [len(str(m.get("content", "")).split()) for m in body.get("messages", [])]
             prompt, completion = sum(words), len(text.split())
             cached = prompt - words[-1] if len(words) > 2 else 0  # a prompt cache: all but the new turn

@@ -1,18 +1,24 @@
-"""Engine efficiency on the embedded local model: debatekit vs the raw xllamacpp engine.
+"""Prefix reuse and engine efficiency on the embedded local model, before/after, in one run.
 
-1. debatekit runs society_of_mind (3 agents, 2 rounds, stop on agreement as by default) over
-   N arithmetic items, 4 debates at once, on a freshly loaded engine; every request that
-   reaches `xllamacpp.Server.handle_chat_completions` is captured (exact request dict, reply,
-   start and end time).
-2. The raw side loads a fresh engine (cold prompt cache, like the first) and replays the
-   captured requests, in the order they started, straight into `handle_chat_completions`
-   with the same number in flight (the engine's slots), no litellm, no debatekit.
+1. `before`: debatekit runs society_of_mind (3 agents, 2 rounds, stop on agreement as by default)
+   over N arithmetic items, 12 debates at once, on a freshly loaded engine with llama.cpp's own
+   slot choice (by prompt similarity, `DEBATEKIT_LOCAL_PREFIX_REUSE=off`, 8192 MiB host cache):
+   the engine as debatekit configured it before issue 17.
+2. `after`: the same run on a fresh engine with debatekit's default `local.PrefixCache`.
+3. `raw`: a fresh engine with the `after` settings replays the requests captured in 2, in the
+   order they started, straight into `handle_chat_completions` with as many in flight as slots
+   (no litellm, no debatekit): the engine-efficiency ratio of debatekit against it.
 
-Tokens per second = tokens the engine reported / wall time of the side (model load excluded).
-Prompt-cache reuse = `usage.prompt_tokens_details.cached_tokens` / prompt tokens, per round
-(from the debatekit trace's `cached_tokens`, and from the raw replies).
+Per side and per round: prompt tokens, cached (reused) tokens, their share, and the engine's
+own prompt-processing and generation seconds (llama.cpp timings, summed over requests, as
+recorded in events.jsonl). Tokens per second = tokens the engine reported / wall time of the
+side (model load excluded). `same_replies` compares each call of `after` with the same call
+(item, round, agent, phase) of `before`: identical text, and whether the prompt was identical.
+`predicted_after_wall_s` scales `before`'s wall by the share of its engine time spent on the
+prompt tokens that `after` no longer processes.
 
-    python -m benchmarks local_engine [--items 12] [--agents 3] [--rounds 2] [--concurrency 4]
+    python -m benchmarks local_engine [--items 12] [--agents 3] [--rounds 2] [--concurrency 12]
+        [--no-stop] [--no-raw] [--out PATH]
 """
 
 from __future__ import annotations
@@ -29,14 +35,26 @@ from pathlib import Path
 
 from benchmarks.common import save
 
+BEFORE_RAM_MIB = 8192  # llama.cpp's default --cache-ram, which debatekit left as it was
 
-def fresh_engine():
+
+def sides():
+    """The engine settings of the `before` and `after` sides."""
+    from debatekit.local import PrefixCache
+
+    return {"before": PrefixCache(ram_mib=BEFORE_RAM_MIB, reuse=False), "after": PrefixCache()}
+
+
+def fresh_engine(cache):
+    """A newly loaded engine with `cache` settings, registered as the process's engine."""
     from debatekit import local
 
     local._engines.clear()
     gc.collect()
+    path = local.pull(say=lambda msg: None)
     t = time.perf_counter()
-    engine = local.engine()
+    engine = local.Engine(path, local.slots(), cache=cache)
+    local._engines[path] = engine
     return engine, time.perf_counter() - t
 
 
@@ -67,23 +85,25 @@ def tokens(usages: list[dict], wall: float) -> dict:
             "processed_tok_per_s": round((prompt - cached + completion) / wall, 3)}
 
 
-def debatekit_side(items: int, agents: int, rounds: int, concurrency: int,
-                   call_timeout: float) -> tuple[dict, list[dict], Path]:
+def debatekit_side(cache, args) -> tuple[dict, list[dict], Path]:
     from debatekit.runner import run
     from debatekit.schemas import RunConfig
 
-    engine, load_s = fresh_engine()
+    engine, load_s = fresh_engine(cache)
     log = capture(engine)
     out = Path(tempfile.mkdtemp(prefix="dk-bench-local-")) / "run"
-    config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=items, cache=False,
-                       concurrency=concurrency, call_timeout=call_timeout, params={"agents": agents, "rounds": rounds})
+    params = {"agents": args.agents, "rounds": args.rounds, "stop_on_agreement": not args.no_stop}
+    config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=args.items, cache=False,
+                       concurrency=args.concurrency, call_timeout=args.call_timeout, params=params)
     t = time.perf_counter()
     result = run(config, out, progress=False)
     wall = time.perf_counter() - t
-    side = tokens([c["usage"] for c in log], wall)
+    side = {"settings": {"cache_ram_mib": cache.ram_mib, "prefix_reuse": cache.reuse,
+                         "slot_prompt_similarity": cache.slot_similarity}}
+    side.update(tokens([c["usage"] for c in log], wall))
     side.update(load_s=round(load_s, 2), accuracy=result.summary["accuracy"], failed_items=result.summary["failed"],
                 parse_failures=result.summary["parse_failures"], timeouts=result.summary["timeouts"],
-                call_errors=result.summary["errors"], slots=engine.slots)
+                call_errors=result.summary["errors"], slots=engine.slots, by_round=by_round(out))
     return side, sorted(log, key=lambda c: c["start"]), out
 
 
@@ -98,8 +118,8 @@ async def replay(engine, requests: list[dict], in_flight: int) -> list[dict]:
     return await asyncio.gather(*(one(r) for r in requests))
 
 
-def raw_side(captured: list[dict]) -> dict:
-    engine, load_s = fresh_engine()
+def raw_side(cache, captured: list[dict]) -> dict:
+    engine, load_s = fresh_engine(cache)
     t = time.perf_counter()
     replies = asyncio.run(replay(engine, [c["request"] for c in captured], engine.slots))
     wall = time.perf_counter() - t
@@ -108,17 +128,64 @@ def raw_side(captured: list[dict]) -> dict:
     return side
 
 
-def cache_by_round(run_folder: Path) -> list[dict]:
+def _events(run_folder: Path) -> list[dict]:
     from debatekit.trace import read_jsonl
 
-    sums: dict[int, dict] = defaultdict(lambda: {"calls": 0, "prompt_tokens": 0, "cached_tokens": 0})
-    for e in read_jsonl(run_folder / "events.jsonl"):
+    return list(read_jsonl(run_folder / "events.jsonl"))
+
+
+def by_round(run_folder: Path) -> list[dict]:
+    """Per round: calls, prompt and cached tokens, reuse share, engine prompt and generation seconds."""
+    keys = ("prompt_tokens", "cached_tokens", "completion_tokens", "prompt_seconds", "generation_seconds")
+    sums: dict[int, dict] = defaultdict(lambda: dict.fromkeys(("calls", *keys), 0))
+    for e in _events(run_folder):
         s = sums[e["round"]]
         s["calls"] += 1
-        s["prompt_tokens"] += e["prompt_tokens"]
-        s["cached_tokens"] += e.get("cached_tokens", 0)
-    return [dict(round=r, **s, reuse=round(s["cached_tokens"] / max(1, s["prompt_tokens"]), 3))
+        for key in keys:
+            s[key] += e.get(key, 0)
+    return [dict(round=r, **{k: round(v, 2) if isinstance(v, float) else v for k, v in s.items()},
+                 reuse=round(s["cached_tokens"] / max(1, s["prompt_tokens"]), 3))
             for r, s in sorted(sums.items())]
+
+
+def same_replies(before: Path, after: Path) -> dict:
+    """How many calls of `after` got the very reply of the same call of `before`.
+
+    A reply that differs after an identical prompt is the engine's doing (its arithmetic differs
+    with the batch a token is computed in); one after a different prompt inherits an earlier
+    difference of the same debate.
+    """
+    def key(e):
+        return e["item_id"], e["round"], e["agent"], e["phase"]
+
+    first = {key(e): e for e in _events(before)}
+    compared = same = same_prompt_other_reply = 0
+    for e in _events(after):
+        b = first.get(key(e))
+        if b is None:
+            continue
+        compared += 1
+        same += b["text"] == e["text"]
+        same_prompt_other_reply += b["prompt_hash"] == e["prompt_hash"] and b["text"] != e["text"]
+    return {"calls_compared": compared, "identical_replies": same,
+            "different_reply_after_identical_prompt": same_prompt_other_reply,
+            "calls_only_in_one_side": len(first) + len(_events(after)) - 2 * compared}
+
+
+def engine_seconds(side: dict) -> tuple[float, float]:
+    """Summed engine prompt and generation seconds of a side."""
+    return (sum(r["prompt_seconds"] for r in side["by_round"]), sum(r["generation_seconds"] for r in side["by_round"]))
+
+
+def predicted_wall(before: dict, after: dict) -> float | None:
+    """`before`'s wall less its prompt-time share times the fraction of its unreused tokens `after` reuses."""
+    prompt_s, gen_s = engine_seconds(before)
+    fresh_before = before["prompt_tokens"] - before["cached_prompt_tokens"]
+    fresh_after = after["prompt_tokens"] - after["cached_prompt_tokens"]
+    if prompt_s + gen_s <= 0 or fresh_before <= 0:
+        return None
+    saved = max(0.0, 1 - fresh_after / fresh_before)
+    return round(before["wall_s"] * (1 - prompt_s / (prompt_s + gen_s) * saved), 2)
 
 
 def main(argv: list[str]) -> int:
@@ -131,20 +198,31 @@ def main(argv: list[str]) -> int:
                              "(4 measured 0.81)")
     parser.add_argument("--call-timeout", type=float, default=3600.0,
                         help="seconds per call: generous, this measures throughput (a timed-out call keeps its slot busy)")
+    parser.add_argument("--no-stop", action="store_true",
+                        help="every debate runs all rounds (no stop on agreement): round 2 always happens")
+    parser.add_argument("--no-raw", action="store_true", help="skip the raw xllamacpp replay (no efficiency ratio)")
+    parser.add_argument("--out", type=Path, help="result file (default benchmarks/results/local_engine.json)")
     args = parser.parse_args(argv)
-    dk, captured, folder = debatekit_side(args.items, args.agents, args.rounds, args.concurrency, args.call_timeout)
-    raw = raw_side(captured)
-    ratio = dk["completion_tok_per_s"] / raw["completion_tok_per_s"]
-    save("local_engine", {
-        "setup": {"protocol": "society_of_mind", "items": args.items, "agents": args.agents, "rounds": args.rounds,
-                  "debates_at_once": args.concurrency, "call_timeout_s": args.call_timeout,
-                  "model": "local/qwen2.5-coder-1.5b-instruct",
-                  "requested_items_in_issue": 12},
-        "debatekit": dk,
-        "raw_xllamacpp": raw,
-        "ratio_completion_tok_per_s": round(ratio, 3),
-        "ratio_total_tok_per_s": round(dk["total_tok_per_s"] / raw["total_tok_per_s"], 3),
-        "prompt_cache_reuse_by_round": cache_by_round(folder),
-        "targets": {"ratio_at_least": 0.9, "met": ratio >= 0.9},
-    })
+    result: dict = {"setup": {"protocol": "society_of_mind", "items": args.items, "agents": args.agents,
+                              "rounds": args.rounds, "stop_on_agreement": not args.no_stop,
+                              "debates_at_once": args.concurrency, "call_timeout_s": args.call_timeout,
+                              "model": "local/qwen2.5-coder-1.5b-instruct", "requested_items_in_issue": 12}}
+    folders, captured = {}, {}
+    for name, cache in sides().items():
+        result[name], captured[name], folders[name] = debatekit_side(cache, args)
+    before, after = result["before"], result["after"]
+    result["same_replies"] = same_replies(folders["before"], folders["after"])
+    result["wall_speedup"] = round(before["wall_s"] / after["wall_s"], 3)
+    result["predicted_after_wall_s"] = predicted_wall(before, after)
+    reuse2 = next((r["reuse"] for r in after["by_round"] if r["round"] == 2), None)
+    targets = {"round2_reuse_at_least": 0.45, "round2_reuse": reuse2,
+               "round2_reuse_met": reuse2 is not None and reuse2 >= 0.45}
+    if not args.no_raw:
+        raw = result["raw_xllamacpp_after"] = raw_side(sides()["after"], captured["after"])
+        ratio = after["completion_tok_per_s"] / raw["completion_tok_per_s"]
+        result["ratio_completion_tok_per_s"] = round(ratio, 3)
+        result["ratio_total_tok_per_s"] = round(after["total_tok_per_s"] / raw["total_tok_per_s"], 3)
+        targets.update(ratio_at_least=0.9, ratio_met=ratio >= 0.9)
+    result["targets"] = targets
+    save("local_engine", result, path=args.out)
     return 0

@@ -5,6 +5,8 @@
     tables.rounds           # one row per debate x round x agent (answers, flips, reliance)
     tables.turns            # one row per model call (events.jsonl)
     round_metrics(tables)   # per run and round: accuracy per agent and majority, agreement, flips
+    seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
+    compare(tables, baseline="single")   # paired differences against a baseline (debatekit.paired)
 """
 
 from __future__ import annotations
@@ -15,8 +17,9 @@ from typing import Iterable
 
 import pandas as pd
 
-from debatekit.metrics import agreement_rate, answers_equal, bootstrap_ci, majority
-from debatekit.schemas import DebateRecord
+from debatekit.metrics import agreement_rate, answers_equal, bootstrap_ci, majority, nested_bootstrap_ci
+from debatekit.paired import compare  # noqa: F401 - part of this module's interface
+from debatekit.schemas import ANSWERED, DebateRecord
 
 
 @dataclass
@@ -28,10 +31,15 @@ class Tables:
 
 
 def summarize(debates: Iterable[DebateRecord]) -> dict:
-    """Run summary: accuracy with a bootstrap 95% interval, dynamics, cost. Failed items count as wrong."""
+    """Run summary: accuracy with a bootstrap 95% interval (over items, then seeds), dynamics, cost.
+
+    Debates without an answer because calls failed (`error`) or the protocol raised (`failed`)
+    are counted in `failed` and left out of accuracy; `degraded` ones are scored and counted.
+    """
     debates = list(debates)
-    scored = [d for d in debates if d.truth is not None or d.correct is not None]
-    acc, low, high = bootstrap_ci([float(bool(d.correct)) for d in scored]) if scored else (None,) * 3
+    scored = [d for d in debates if d.answered and (d.truth is not None or d.correct is not None)]
+    acc, low, high = nested_bootstrap_ci(_by_item(scored, lambda d: float(bool(d.correct)))) if scored \
+        else (None,) * 3
     total = {key: sum(getattr(d.usage, key) for d in debates) for key in
              ("calls", "provider_calls", "prompt_tokens", "completion_tokens", "cost", "cache_hits",
               "parse_failures", "retries", "timeouts", "errors")}
@@ -39,10 +47,15 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
     for d in debates:
         stops[d.stop_reason or "none"] = stops.get(d.stop_reason or "none", 0) + 1
     return {
-        "items": len(debates),
+        "items": len({d.item_id for d in debates}),
+        "debates": len(debates),
         "ok": sum(d.status == "ok" for d in debates),
-        "failed": sum(d.status == "failed" for d in debates),
+        "degraded": sum(d.status == "degraded" for d in debates),
+        "failed": sum(not d.answered for d in debates),
+        "first_error": next((d.error for d in debates if not d.answered and d.error), None),
+        "seeds": len({d.seed for d in debates}) if debates else 0,
         "accuracy": acc, "accuracy_ci": [low, high],
+        "accuracy_by_seed": _accuracy_by_seed(scored),
         **_score_summary(debates),
         "mean_rounds": (sum(len(d.rounds) for d in debates) / len(debates)) if debates else None,
         "converged": sum(bool(d.converged) for d in debates),
@@ -54,6 +67,20 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
     }
 
 
+def _by_item(debates: list[DebateRecord], value) -> list[list[float]]:
+    """`value(d)` grouped by item (one group per item, one value per seed), for nested intervals."""
+    groups: dict[str, list[float]] = {}
+    for d in debates:
+        groups.setdefault(d.item_id, []).append(value(d))
+    return list(groups.values())
+
+
+def _accuracy_by_seed(scored: list[DebateRecord]) -> dict[str, float]:
+    seeds = sorted({d.seed for d in scored}, key=lambda s: (s is None, s))
+    return {str(s): sum(bool(d.correct) for d in scored if d.seed == s) / sum(d.seed == s for d in scored)
+            for s in seeds}
+
+
 def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
     """Escalated debates by target, e.g. {"council": 2, "human": 1}."""
     targets = [d.escalated_to for d in debates if d.escalated_to]
@@ -62,8 +89,8 @@ def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
 
 def _score_summary(debates: list[DebateRecord]) -> dict:
     """Mean protocol score (judge score, resolution accuracy, F1...) with a bootstrap 95% interval."""
-    scores = [d.score for d in debates if d.score is not None]
-    mean, low, high = bootstrap_ci(scores) if scores else (None,) * 3
+    scored = [d for d in debates if d.answered and d.score is not None]
+    mean, low, high = nested_bootstrap_ci(_by_item(scored, lambda d: d.score)) if scored else (None,) * 3
     return {"score": mean, "score_ci": [low, high]}
 
 
@@ -90,7 +117,8 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
 
 def _debate_row(d: DebateRecord, run: dict) -> dict:
     return {"run_id": d.run_id, "protocol": d.protocol, "model": run["model"], "config_hash": run["config_hash"],
-            "item_id": d.item_id, "debate_id": d.debate_id, "status": d.status, "error": d.error,
+            "item_id": d.item_id, "seed": run["seed"] if d.seed is None else d.seed, "debate_id": d.debate_id,
+            "status": d.status, "error": d.error,
             "final_answer": d.final_answer, "truth": d.truth, "correct": d.correct, "score": d.score,
             "stop_reason": d.stop_reason, "converged": d.converged, "rounds_used": len(d.rounds),
             "needs_human_review": d.needs_human_review, "wall_s": d.wall_s, **d.usage.model_dump()}
@@ -111,7 +139,8 @@ def _round_rows(d: DebateRecord) -> list[dict]:
             changed = before is not None and answer is not None and not answers_equal(answer, before)
             relied = changed and any(answers_equal(answer, o) for o in others_before)
             rows.append({
-                "run_id": d.run_id, "item_id": d.item_id, "debate_id": d.debate_id, "round": r.round,
+                "run_id": d.run_id, "item_id": d.item_id, "debate_id": d.debate_id, "status": d.status,
+                "round": r.round,
                 "agent": agent, "answer": answer, "correct": correct,
                 "majority": top, "majority_correct": None if d.truth is None or top is None
                 else answers_equal(top, d.truth),
@@ -158,6 +187,22 @@ def round_metrics(tables: Tables) -> pd.DataFrame:
     if not t.empty and "round" in t:
         parse = t.groupby(["run_id", "round"])["parse_failures"].sum().rename("parse_failures")
         out = out.join(parse)
+    return out.reset_index()
+
+
+def seed_accuracy(tables: Tables) -> pd.DataFrame:
+    """Accuracy per run and seed over the answered debates, with the debates that failed per seed.
+
+    Returns:
+        Columns: run_id, protocol, seed, accuracy, scored, failed.
+    """
+    d = tables.debates
+    if d.empty:
+        return pd.DataFrame(columns=["run_id", "protocol", "seed", "accuracy", "scored", "failed"])
+    answered = d["status"].isin(ANSWERED)
+    frame = d.assign(_c=_as_float(d["correct"]).where(answered), _failed=~answered)
+    out = frame.groupby(["run_id", "protocol", "seed"]).agg(
+        accuracy=("_c", "mean"), scored=("_c", "count"), failed=("_failed", "sum"))
     return out.reset_index()
 
 
@@ -289,21 +334,27 @@ def config_table(summary: pd.DataFrame, keys: list[str], n_boot: int = 1000) -> 
 
     Args:
         summary: one row per configuration, seed and item, with `correct`, `calls`,
-            `prompt_tokens`, `completion_tokens`, `cost`, `wall_s` (a sweep's summary table).
+            `prompt_tokens`, `completion_tokens`, `cost`, `wall_s` (a sweep's summary table);
+            rows whose `status` is error or failed are left out of accuracy and counted.
         keys: the columns that identify a configuration (missing values allowed).
 
     Returns:
-        keys, accuracy, low, high, items, and per-item means of calls, prompt_tokens,
-        completion_tokens, tokens, cost, wall_s.
+        keys, accuracy, low, high (resampling items, then seeds), items, failed, and per-item
+        means of calls, prompt_tokens, completion_tokens, tokens, cost, wall_s.
     """
     frame = summary.assign(tokens=summary["prompt_tokens"] + summary["completion_tokens"])
+    answered = frame["status"].isin(ANSWERED) if "status" in frame else pd.Series(True, index=frame.index)
+    frame = frame.assign(_answered=answered, _c=_as_float(frame["correct"]).fillna(0.0).where(answered))
+    item = frame["item_id"] if "item_id" in frame else pd.Series(range(len(frame)), index=frame.index)
+    frame = frame.assign(_item=item)
     cost_cols = [c for c in ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "wall_s") if c in frame]
     rows = []
     for values, group in frame.groupby(keys, dropna=False):
         values = values if isinstance(values, tuple) else (values,)
-        acc, low, high = bootstrap_ci(_as_float(group["correct"]).fillna(0.0).tolist(), n_boot=n_boot)
+        groups = [g.tolist() for _, g in group.groupby("_item", sort=False)["_c"]]
+        acc, low, high = nested_bootstrap_ci(groups, n_boot=n_boot)
         rows.append({**dict(zip(keys, values)), "accuracy": acc, "low": low, "high": high, "items": len(group),
-                     **{c: float(group[c].mean()) for c in cost_cols}})
+                     "failed": int((~group["_answered"]).sum()), **{c: float(group[c].mean()) for c in cost_cols}})
     return pd.DataFrame(rows)
 
 
@@ -323,10 +374,11 @@ def equal_budget(configs: pd.DataFrame, baseline: pd.Series, budget: str = "comp
         budget: the cost column to match on.
 
     Returns:
-        The non-baseline rows with `baseline_accuracy`, `baseline_low`, `baseline_high`,
-        `baseline_budget` and `baseline_row` (index into `configs`) of the closest baseline.
+        The non-baseline rows with `budget` (what each used, per item), `baseline_accuracy`,
+        `baseline_low`, `baseline_high`, `baseline_budget` (what the matched baseline used)
+        and `baseline_row` (index into `configs`) of the closest baseline.
     """
-    base, rest = configs[baseline], configs[~baseline]
+    base, rest = configs[baseline], configs[~baseline].assign(budget=configs.loc[~baseline, budget])
     if base.empty:
         return rest.assign(baseline_accuracy=float("nan"), baseline_low=float("nan"), baseline_high=float("nan"),
                            baseline_budget=float("nan"), baseline_row=None)

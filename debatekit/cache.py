@@ -2,6 +2,11 @@
 
 One sqlite file in WAL mode, so several processes of a sweep can share it. A key is the
 sha256 of the model, the messages, the sampling parameters and the output schema.
+
+A damaged file (truncated, overwritten) is found when the cache opens: it is moved aside as
+`responses.sqlite.corrupt-<time>` with one warning and the run goes on with an empty cache. A
+read that fails later is a miss and a write that fails is skipped (one warning each): the cache
+only saves calls, it never fails a debate.
 """
 
 from __future__ import annotations
@@ -9,8 +14,14 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import sys
 import threading
+import time
 from pathlib import Path
+
+
+class CacheError(ValueError):
+    """The cache folder cannot be used (not creatable, not writable); the message names it."""
 
 
 def cache_key(model: str, messages: list[dict], params: dict, schema: dict | None) -> str:
@@ -24,25 +35,73 @@ class ResponseCache:
 
     def __init__(self, path: Path):
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CacheError(f"cache folder {self.path.parent} cannot be created: {exc.strerror} "
+                             "(set DEBATEKIT_CACHE_DIR, or use --no-cache)") from exc
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # WAL + NORMAL: a commit no longer waits for fsync (it blocked the event loop ~5-40 ms per
-        # stored reply); the file cannot be corrupted, a power cut may drop the last few replies.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
+        self._warned: set[str] = set()
+        try:
+            self._db = self._open()
+        except sqlite3.OperationalError as exc:  # locked, read-only, cannot open: not damage
+            raise CacheError(f"cache {self.path} cannot be opened: {exc} "
+                             "(set DEBATEKIT_CACHE_DIR, or use --no-cache)") from exc
+        except sqlite3.DatabaseError as exc:  # "file is not a database", "disk image is malformed"
+            aside = self._move_aside()
+            why = " ".join(str(exc).split())[:200]
+            print(f"debatekit: warning: the response cache {self.path} is damaged ({why}); moved to {aside.name}, "
+                  "starting an empty cache", file=sys.stderr)
+            self._db = self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        db = sqlite3.connect(self.path, check_same_thread=False, timeout=30)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # WAL + NORMAL: a commit no longer waits for fsync (it blocked the event loop ~5-40 ms per
+            # stored reply); the file cannot be corrupted, a power cut may drop the last few replies.
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS replies (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            db.commit()
+            (status,) = db.execute("PRAGMA quick_check(1)").fetchone()
+            if status != "ok":
+                raise sqlite3.DatabaseError(status)
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _move_aside(self) -> Path:
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
+        self.path.replace(aside)
+        for suffix in ("-wal", "-shm"):
+            self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
+        return aside
+
+    def _warn_once(self, what: str, exc: Exception) -> None:
+        if what not in self._warned:
+            self._warned.add(what)
+            print(f"debatekit: warning: response cache {self.path}: {what} failed ({exc}); going on without it",
+                  file=sys.stderr)
 
     def get(self, key: str) -> dict | None:
-        with self._lock:
-            row = self._db.execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
+        """The cached reply of `key`, or None (also when the cache cannot be read: a miss)."""
+        try:
+            with self._lock:
+                row = self._db.execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else None
+        except (sqlite3.Error, ValueError) as exc:
+            self._warn_once("a read", exc)
+            return None
 
     def put(self, key: str, value: dict) -> None:
-        with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(value)))
-            self._db.commit()
+        """Store a reply; a failed write (damaged file, full disk) is skipped."""
+        try:
+            with self._lock:
+                self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(value)))
+                self._db.commit()
+        except sqlite3.Error as exc:
+            self._warn_once("a write", exc)
 
     def __len__(self) -> int:
         with self._lock:

@@ -1,11 +1,14 @@
 """Command line: `debatekit run | protocols | datasets | models`.
 
-Bad input ends with one line `debatekit: error: ...` naming the problem, and exit status 2.
+Bad input ends with one line `debatekit: error: ...` naming the problem, and exit status 2; a
+model that cannot be reached as configured (key, name, server, file) ends the same way with exit 1.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -58,11 +61,17 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=_positive, help="use only the first N items")
     run.add_argument("--agents", type=_positive, help="number of agents (protocols that have agents)")
     run.add_argument("--rounds", type=_positive,
-                     help="the protocol's `rounds` parameter, or `max_rounds` where it has no `rounds` (dynamics)")
+                     help="the protocol's rounds parameter (the minimum, or the ceiling: see `debatekit protocols`)")
     run.add_argument("--model", help="litellm model string (default: $DEBATEKIT_MODEL or the local model)")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                      help="protocol parameter, repeatable (e.g. --set temperature=0.2)")
     run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seeds", type=_positive, default=1,
+                     help="run each item under N seeds (seed, seed+1, ...); intervals resample items, then seeds")
+    run.add_argument("--api-base", metavar="URL",
+                     help="OpenAI-compatible server for --model (vLLM, llama.cpp, Ollama, `debatekit serve`)")
+    run.add_argument("--api-key-env", metavar="NAME",
+                     help="environment variable holding the API key for --model (the key is never written)")
     run.add_argument("--concurrency", type=_positive, default=4, help="debates run at once")
     run.add_argument("--token-budget", type=_positive, help="completion tokens per debate")
     run.add_argument("--timeout", type=float,
@@ -72,7 +81,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    sub.add_parser("protocols", help="list protocols and their parameters")
+    protocols = sub.add_parser("protocols", help="list protocols and their parameters")
+    protocols.add_argument("--schema", metavar="NAME", help="print the JSON schema of protocol NAME's output")
     sub.add_parser("datasets", help="list shipped datasets")
     models = sub.add_parser("models", help="list models and their state; `models pull` assembles the local model")
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
@@ -101,43 +111,58 @@ def cmd_run(args) -> int:
     configs = []
     for name in args.protocols:
         spec = registry.get(name)
-        params = {k: v for k, v in sets.items() if k in spec.params}
-        for flag, key in ((args.agents, "agents"), (args.rounds, _rounds_param(spec))):
-            if flag is not None and key in spec.params:
-                params[key] = flag
+        params = spec.map_flags({k: v for k, v in sets.items() if spec.accepts(k)},
+                                agents=args.agents, rounds=args.rounds)
         spec.validate(params)
         configs.append(RunConfig(protocol=name, dataset=args.dataset, limit=args.limit, model=args.model,
-                                 params=params, seed=args.seed, concurrency=args.concurrency,
+                                 params=params, seed=args.seed, seeds=args.seeds, concurrency=args.concurrency,
+                                 api_base=args.api_base, api_key_env=args.api_key_env,
                                  token_budget=args.token_budget, call_timeout=args.timeout,
                                  cache=not args.no_cache))
     _check_all_used(args, sets, [registry.get(n) for n in args.protocols])
+    outs = [args.out and (Path(args.out) / c.protocol if len(configs) > 1 else Path(args.out)) for c in configs]
+    if args.resume:
+        from debatekit.trace import RunFolder, RunFolderError
+
+        for out in outs:
+            if not RunFolder(out).exists:
+                raise RunFolderError(f"cannot resume {out}: no run there (no run.json); drop --resume to start one")
     results = []
-    for config in configs:
-        out = args.out and (Path(args.out) / config.protocol if len(configs) > 1 else Path(args.out))
+    for config, out in zip(configs, outs):
         results.append(run(config, out, resume=args.resume, progress=not args.quiet))
     print(summary_table(results))
+    if len(results) > 1:
+        print("\n" + paired_block(results))
+    for r in results:
+        s = r.summary
+        if s["failed"]:
+            print(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates have no "
+                  f"answer (left out of accuracy; --resume retries them); first error: {s['first_error']}",
+                  file=sys.stderr)
     return 0
+
+
+def paired_block(results) -> str:
+    """Each run against the first, paired on the items (and seeds) both answered."""
+    from debatekit.analysis import load_runs
+    from debatekit.paired import compare_runs, format_comparison
+
+    return format_comparison(compare_runs(load_runs([r.path for r in results]), [r.record for r in results]))
 
 
 def _check_all_used(args, sets: dict, specs) -> None:
     """A parameter no chosen protocol accepts is a mistake, not something to ignore."""
-    accepted = set().union(*(s.params for s in specs))
-    unknown = sorted(set(sets) - accepted)
+    unknown = sorted(k for k in sets if not any(s.accepts(k) for s in specs))
     if unknown:
         raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}")
-    for flag, name, keys in ((args.agents, "agents", {"agents"}), (args.rounds, "rounds", {"rounds", "max_rounds"})):
-        if flag is not None and not keys & accepted:
+    for flag, name in ((args.agents, "agents"), (args.rounds, "rounds")):
+        if flag is not None and not any(s.flag(name) for s in specs):
             raise ValueError(f"--{name} does not apply to {', '.join(args.protocols)}")
-
-
-def _rounds_param(spec) -> str:
-    """The parameter `--rounds` sets: `rounds`, or `max_rounds` for a protocol with only a ceiling."""
-    return "rounds" if "rounds" in spec.params or "max_rounds" not in spec.params else "max_rounds"
 
 
 def summary_table(results) -> str:
     """The comparison table printed at the end of `debatekit run`."""
-    head = ("protocol", "params", "items", "failed", "accuracy [95% CI]", "rounds", "calls",
+    head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
             "tokens", "cached", "parse fail", "escalated", "wall s")
     rows = [head]
     for r in results:
@@ -149,7 +174,8 @@ def summary_table(results) -> str:
         else:
             acc = "n/a"
         params = " ".join(f"{k}={v}" for k, v in cfg.params.items()) or "-"
-        rows.append((cfg.protocol, params, str(s["items"]), str(s["failed"]), acc,
+        rows.append((cfg.protocol, params, str(s["items"]), str(s.get("seeds", 1)), str(s["failed"]),
+                     str(s.get("degraded", 0)), acc,
                      f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
                      str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
                      str(s["parse_failures"]),
@@ -189,6 +215,12 @@ def round_table(result) -> str:
 def cmd_protocols(args) -> int:
     from debatekit import registry
 
+    if args.schema:
+        spec = registry.get(args.schema)
+        if spec.output is None:
+            raise ValueError(f"protocol {args.schema!r} declares no output schema")
+        print(json.dumps(spec.output.model_json_schema(), indent=2))
+        return 0
     for name, spec in registry.available().items():
         params = ", ".join(f"{k}={v!r}" for k, v in spec.defaults().items())
         print(f"{name:20} {spec.description}\n{'':20} {params}")
@@ -198,10 +230,14 @@ def cmd_protocols(args) -> int:
 def cmd_datasets(args) -> int:
     from debatekit import datasets
 
+    about = datasets.catalog()
+    print(f"{'name':20} {'items':>5}  {'answer':16} license")
     for name in datasets.available():
         path = datasets.datasets_dir() / f"{name}.jsonl"
         count = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
-        print(f"{name:24} {count:5d} items  {path}")
+        entry = about.get(name, {})
+        print(f"{name:20} {count:5d}  {entry.get('answer', '-'):16} {entry.get('license', '-')}")
+    print(f"folder: {datasets.datasets_dir()}; sources and citations: datasets/README.md")
     return 0
 
 
@@ -224,10 +260,12 @@ def main(argv: list[str] | None = None) -> int:
     from pydantic import ValidationError
 
     from debatekit.datasets import DatasetError
+    from debatekit.gateway import ModelSetupError
     from debatekit.local import LocalModelError
     from debatekit.registry import ProtocolError
     from debatekit.schemas import first_error
-    from debatekit.trace import RunFolderError
+    from debatekit import signals
+    from debatekit.trace import RunFolderError, TraceWriteError
 
     parser = build_parser()
     handler = {"run": cmd_run, "protocols": cmd_protocols, "datasets": cmd_datasets, "models": cmd_models}
@@ -235,6 +273,7 @@ def main(argv: list[str] | None = None) -> int:
     for module in command_modules():
         handler.update(module.add(sub))
     args = parser.parse_args(argv)
+    signals.install()
     try:
         return handler[args.command](args)
     except ValidationError as exc:
@@ -245,9 +284,26 @@ def main(argv: list[str] | None = None) -> int:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         print(f"debatekit: error: {message}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except ModelSetupError as exc:
+        print(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)", file=sys.stderr)
+        return 1
+    except TraceWriteError as exc:
+        print(f"debatekit: error: {exc}; the run is marked interrupted: free space, then --resume", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the machine, not the input: a full disk before the run began, a vanished folder
+        print(f"debatekit: error: {exc.filename}: {exc.strerror}" if exc.filename else f"debatekit: error: {exc}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
         print("debatekit: interrupted; finished items are kept (resume with --resume)", file=sys.stderr)
-        return 130
+        status = signals.exit_status(exc)
+        from debatekit import local
+
+        if local.busy():  # the run folder is written; do not wait minutes for generations nobody reads
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        return status
 
 
 if __name__ == "__main__":

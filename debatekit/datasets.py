@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from debatekit.schemas import DatasetInfo, first_error
+from debatekit.trace import item_folder_name
 
 
 class DatasetError(ValueError):
@@ -34,7 +35,11 @@ class Item(BaseModel):
     question: str
     """The question put to the agents."""
     answer: Any = None
-    """Ground truth, if the task has one (an int for arithmetic)."""
+    """Ground truth, if the task has one (an int for arithmetic, "yes"/"no", an option letter)."""
+    choices: list[str] = []
+    """Option texts of a multiple-choice question; the answer is a letter (A for the first)."""
+    evidence: list[str] = []
+    """Passages a protocol may hand its agents as evidence (question-answering protocols do not)."""
     metadata: dict[str, Any] = {}
     """Anything else the researcher wants to carry along (not shown to agents)."""
 
@@ -55,18 +60,34 @@ def available() -> list[str]:
     return sorted(p.stem for p in folder.glob("*.jsonl")) if folder.is_dir() else []
 
 
+def catalog() -> dict[str, dict]:
+    """Answer type, license and source of each shipped dataset (`catalog.json` beside them)."""
+    path = datasets_dir() / "catalog.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def resolve(name_or_path: str) -> Path:
     """Path of a dataset given its shipped name or a file path."""
+    return locate(name_or_path, ".jsonl", "dataset", available())
+
+
+def locate(name_or_path: str, suffix: str, what: str, shipped_names: list[str]) -> Path:
+    """A file given by its path or by the name of a shipped `datasets/NAME{suffix}`.
+
+    Raises:
+        DatasetError: a path that is not a file, or a name that is not shipped (naming `what`
+            and the `shipped_names`).
+    """
     path = Path(name_or_path).expanduser()
-    if path.suffix == ".jsonl" or path.exists():
+    if path.suffix == suffix or path.exists():
         if not path.is_file():
-            raise DatasetError(f"dataset file not found: {path}")
+            raise DatasetError(f"{what} file not found: {path}")
         return path
-    shipped = datasets_dir() / f"{name_or_path}.jsonl"
+    shipped = datasets_dir() / f"{name_or_path}{suffix}"
     if shipped.is_file():
         return shipped
-    raise DatasetError(f"unknown dataset {name_or_path!r}; shipped: {', '.join(available()) or 'none'}; "
-                       "or give the path of a .jsonl file")
+    raise DatasetError(f"unknown {what} {name_or_path!r}; shipped: {', '.join(shipped_names) or 'none'}; "
+                       f"or give the path of a {suffix} file")
 
 
 def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | None = None
@@ -92,7 +113,7 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
     except UnicodeDecodeError as exc:
         line = raw[: exc.start].count(b"\n") + 1
         raise DatasetError(f"{path}: line {line} is not valid UTF-8 (byte {exc.start})") from exc
-    items, seen = [], {}
+    items, seen, folders = [], {}, {}
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -102,6 +123,7 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
             raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from exc
         if not isinstance(row, dict):
             raise DatasetError(f"{path}: line {number} must be a JSON object, got {type(row).__name__}")
+        _check_encodable(row, path, number)
         try:
             item = item_model.model_validate(row)
         except ValidationError as exc:
@@ -111,11 +133,26 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         if item_id in seen:
             raise DatasetError(f"{path}: line {number}: duplicate id {item_id!r} (first on line {seen[item_id]})")
         seen[item_id] = number
+        folder = item_folder_name(item_id)
+        if folder in folders:
+            raise DatasetError(f"{path}: lines {folders[folder][0]} and {number}: ids {folders[folder][1]!r} and "
+                               f"{item_id!r} would share the item folder {folder!r}; rename one")
+        folders[folder] = (number, item_id)
         items.append(item)
     if not items:
         raise DatasetError(f"{path}: the dataset has no items")
     info = DatasetInfo(name=path.stem, path=str(path), sha256=hashlib.sha256(raw).hexdigest(), items=len(items))
     return items[:limit] if limit else items, info
+
+
+def _check_encodable(row: dict, path: Path, number: int) -> None:
+    """A lone surrogate (`"\\ud800"` is valid JSON, not text) fails at load, not in the middle of a run."""
+    for field, value in row.items():
+        try:
+            json.dumps(value, ensure_ascii=False).encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DatasetError(f"{path}: line {number}, field {field!r}: contains a lone surrogate "
+                               f"({exc.object[exc.start:exc.end]!a}), which is not text") from exc
 
 
 def arithmetic(n: int = 100, seed: int = 0) -> list[dict]:

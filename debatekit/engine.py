@@ -17,30 +17,31 @@ import asyncio
 import hashlib
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Iterable
 
 from pydantic import BaseModel
 
-from debatekit import scripted
-from debatekit.gateway import Completion, Gateway
+from debatekit.gateway import CALL_CONTEXT, Completion, Gateway
 from debatekit.metrics import answers_equal
-from debatekit.schemas import CallEvent, RoundRecord, Usage
+from debatekit.schemas import DEFAULT_MAX_TOKENS, CallEvent, RoundRecord, Usage, Verdict
 from debatekit.trace import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]
+"""A stop rule: the round history in, a stop reason (or None) out."""
 
 
 @dataclass
 class Limits:
-    """Per-call, per-round and per-debate limits (seconds, tokens); None means no limit."""
+    """Per-call, per-round and per-debate limits (seconds, tokens); None means no limit, except
+    `call_timeout` None: the model kind's own (`gateway.policy(model).call_timeout`)."""
 
-    call_timeout: float = 120.0
+    call_timeout: float | None = None
     round_timeout: float | None = None
     debate_timeout: float | None = None
     token_budget: int | None = None
-    max_tokens: int = 512
+    max_tokens: int = DEFAULT_MAX_TOKENS
 
 
 @dataclass
@@ -70,19 +71,9 @@ class Turn:
         return self.completion.error
 
 
-@dataclass
-class Outcome:
-    """What a protocol returns for one debate; the engine adds scoring, usage and the trace."""
-
-    final_answer: Any = None
-    output: dict = field(default_factory=dict)
-    converged: bool | None = None
-    needs_human_review: bool = False
-    escalation_reason: str | None = None
-    escalated_to: str | None = None
-    """Where the debate was escalated (dynamics: "council" or "human"); None with needs_human_review means human."""
-    score: float | None = None
-    correct: bool | None = None
+class Outcome(Verdict):
+    """What a protocol returns for one debate (the `Verdict` fields a debate record keeps); the
+    runner adds status, scoring against the truth, rounds, usage and the trace."""
 
 
 class Ask:
@@ -150,14 +141,19 @@ class Debate:
         """
         asks = list(asks)
         tasks = [asyncio.ensure_future(self._run(a)) for a in asks]
+        for task in tasks:  # a cut-off call that fails late is not reported as never retrieved
+            task.add_done_callback(_retrieve)
         limit = _min(self.limits.round_timeout, self.remaining, timeout)
-        done, pending = await asyncio.wait(tasks, timeout=limit) if tasks else (set(), set())
-        for task in pending:
-            task.cancel()
-        turns = []
-        for ask, task in zip(asks, tasks):
-            turns.append(task.result() if task in done else self._timed_out(ask, "round"))
-        return turns
+        try:
+            done, _ = await asyncio.wait(tasks, timeout=limit) if tasks else (set(), set())
+        finally:  # cut off at the limit, or this debate was cancelled: no call outlives the phase
+            for task in tasks:
+                task.cancel()
+        # a fault outside the model calls (the trace cannot be written) stops the debate
+        faults = [task.exception() for task in tasks if task in done and not task.cancelled()]
+        if fault := next((f for f in faults if f is not None), None):
+            raise fault
+        return [task.result() if task in done else self._timed_out(ask, "round") for ask, task in zip(asks, tasks)]
 
     async def _run(self, ask: Ask) -> Turn:
         opts = ask.options
@@ -166,18 +162,18 @@ class Debate:
         cap = _min(opts.get("timeout"), self.remaining)  # the whole call, all attempts
         if timeout == 0.0 or (cap is not None and cap <= 0.0):
             return self._timed_out(ask, "debate" if timeout == 0.0 else "call")
-        where = scripted.CALL.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
-                                   "item_id": _item_id(self.item), "sample": opts.get("sample", 0)})
+        where = CALL_CONTEXT.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
+                                  "item_id": _item_id(self.item), "sample": opts.get("sample", 0)})
         try:
             completion = await asyncio.wait_for(self.gateway.complete(
                 opts.get("model") or self.model, ask.messages, ask.output,
                 temperature=opts.get("temperature"), seed=seed,
-                max_tokens=opts.get("max_tokens") or self.limits.max_tokens,
+                max_tokens=opts.get("max_tokens") or reply_budget(ask.output) or self.limits.max_tokens,
                 timeout=_min(self.limits.call_timeout, opts.get("timeout"))), cap)
         except asyncio.TimeoutError:
             return self._timed_out(ask, "debate" if self.timed_out else "call")
         finally:
-            scripted.CALL.reset(where)
+            CALL_CONTEXT.reset(where)
         return self._record(ask, completion)
 
     def _timed_out(self, ask: Ask, scope: str) -> Turn:
@@ -203,9 +199,11 @@ class Debate:
             run_id=self.run_id, debate_id=self.debate_id, item_id=_item_id(self.item), round=ask.round,
             phase=ask.phase, agent=ask.agent, model=c.model, prompt_hash=prompt_hash(ask.messages),
             prompt_tokens=c.prompt_tokens, completion_tokens=c.completion_tokens, cached_tokens=c.cached_tokens,
+            prompt_seconds=round(c.prompt_seconds, 4), generation_seconds=round(c.generation_seconds, 4),
             latency_s=round(c.latency, 4),
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
-            retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time()))
+            retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time(),
+            messages=list(ask.messages)))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
 
     def write(self, name: str, data: BaseModel | dict) -> Path | None:
@@ -224,26 +222,73 @@ class Debate:
         self.history.append(record)
         return record
 
-    async def rounds(self, step: Callable[[int], Awaitable[None]], max_rounds: int,
-                     stop: Iterable[StopRule] = ()) -> str:
-        """Run `step(round)` for rounds 1..max_rounds until a stop rule fires.
+    async def rounds(self, step: Callable[[int], Awaitable[Any]] | Iterable[Phase], max_rounds: int,
+                     stop: Iterable[StopRule] = (), *, min_rounds: int = 1) -> str:
+        """Run rounds 1..max_rounds until a stop rule fires or a limit is reached.
 
-        Returns the stop reason: the first stop rule's reason, `timeout`, `budget` or
-        `max_rounds`; also kept in `self.stop_reason`.
+        Args:
+            step: the round, `step(number)`; or its phases in order (see `Phase`).
+            max_rounds: the ceiling.
+            stop: rules checked after every phase; one that fires ends the debate at the end
+                of the round (the round's optional phases after it are skipped). Rules see the
+                round history and, through the protocol's own objects, any protocol state.
+            min_rounds: stop rules are not asked before this round.
+
+        Returns:
+            The stop reason (see `STOP_REASONS`): the first rule's reason, `timeout` or
+            `budget` (checked before every round), or `max_rounds`; also kept in
+            `self.stop_reason`.
         """
+        phases = [Phase(step)] if callable(step) else list(step)
         stop = list(stop)
         reason = "max_rounds"
         for number in range(1, max_rounds + 1):
-            if self.timed_out or self.over_budget:
-                reason = "timeout" if self.timed_out else "budget"
+            if limit := self.limit_reached():
+                reason = limit
                 break
-            await step(number)
-            fired = next((why for rule in stop if (why := rule(self.history))), None)
+            fired = None
+            for phase in phases:
+                if phase.when is not None and (fired or not phase.when(number)):
+                    continue
+                await phase.run(number)
+                if not fired and number >= min_rounds:
+                    fired = next((why for rule in stop if (why := rule(self.history))), None)
             if fired:
                 reason = fired
                 break
         self.stop_reason = reason
         return reason
+
+    def limit_reached(self) -> str | None:
+        """`timeout` or `budget` when this debate's time or token budget is spent, else None."""
+        return "timeout" if self.timed_out else "budget" if self.over_budget else None
+
+
+@dataclass
+class Phase:
+    """One step inside a round: `run(number)`; `when(number)` makes it optional.
+
+    An optional phase runs only in the rounds where `when` holds and no stop rule has fired yet
+    in that round; a required one (`when` None) always runs, so a round can end by recording
+    itself whatever stopped it.
+    """
+
+    run: Callable[[int], Awaitable[Any]]
+    when: Callable[[int], bool] | None = None
+
+
+STOP_REASONS = {
+    "max_rounds": "the round ceiling was reached",
+    "timeout": "the debate's time limit ran out",
+    "budget": "the debate's token budget was spent",
+    "agreement": "every agent gave the same answer",
+    "plateau": "the tracked score improved less than the minimum",
+    "consensus": "the agents' top answers agree (protocol's own test)",
+    "converged": "the protocol's convergence checks hold",
+}
+"""The stop reasons the engine and the protocols share; a protocol declares its own
+(`@protocol(stop_reasons=...)`: dynamics' circuit-breaker triggers, arbitration's
+complete/skipped) only for what none of these says."""
 
 
 # --- stop rules ---------------------------------------------------------------------------
@@ -275,6 +320,14 @@ def plateau(key: str, min_delta: float) -> StopRule:
 
 # --- helpers ------------------------------------------------------------------------------
 
+def reply_budget(output: type[BaseModel] | None) -> int | None:
+    """The completion tokens a reply schema declares for itself (`max_reply_tokens: ClassVar[int]`).
+
+    A call's `max_tokens` is, in order: the ask's own, its reply schema's, `Limits.max_tokens`.
+    """
+    return getattr(output, "max_reply_tokens", None) if output is not None else None
+
+
 def derive_seed(*parts: Any) -> int:
     """A per-call seed from the run seed and where the call happens (stable across runs)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
@@ -287,6 +340,11 @@ def prompt_hash(messages: list[dict]) -> str:
 
 def _item_id(item: Any) -> str:
     return str(getattr(item, "id", ""))
+
+
+def _retrieve(task: asyncio.Future) -> None:
+    if not task.cancelled():
+        task.exception()
 
 
 def _min(*values: float | None) -> float | None:

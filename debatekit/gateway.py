@@ -1,26 +1,29 @@
-"""The gateway: the only module that imports litellm. Every model call of debatekit goes here.
+"""The gateway: every model call of debatekit goes here (litellm is imported only through it).
 
 `Gateway.complete()` sends one chat request to any litellm model string and returns a
 `Completion`: text, parsed pydantic object, token usage, cost, latency, and what went wrong.
 It never raises for provider or output problems; it records them:
 
-- transient provider errors (timeout, 429, 5xx, empty reply) are retried with backoff;
+- transient provider errors (timeout, 429, 5xx, empty reply) are retried with backoff (a 429's
+  `Retry-After` is honoured);
+- set-up errors (a rejected key, an unknown model, a refused connection, a missing GGUF file)
+  are not retried; until a model has answered once its calls go one at a time, and when its
+  first calls all fail with the same such error the model is marked dead (`Gateway.dead`), its
+  later calls fail without reaching the provider, and the runner stops the run;
 - structured output that does not validate gets one repair round, then a parse failure;
 - replies are cached on disk (debatekit's own cache) so a re-run makes zero model calls;
 - a semaphore per model bounds the calls in flight.
 
-Two providers are registered with litellm here: `local/...` (the embedded xllamacpp engine)
-and `scripted/...` (deterministic replies for tests and dry runs).
+litellm's configuration and debatekit's two providers (`local/...`, `scripted/...`) live in
+`debatekit.providers`, credential masking in `debatekit.credentials`, and what differs between
+kinds of model (timeouts, cost, concurrency) in the `debatekit.model_kinds` table, read here.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import json
-import logging
-import os
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -28,14 +31,19 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from debatekit import scripted
+from debatekit import credentials
 from debatekit.cache import ResponseCache, cache_key
-from debatekit.local import DEFAULT_MODEL
-from debatekit.schemas import first_error
-
-DEFAULT_MAX_TOKENS = 512
+from debatekit.credentials import model_options_public, redact  # noqa: F401 - re-exported
+from debatekit.model_kinds import ModelKind, default_model, policy  # noqa: F401 - re-exported
+from debatekit.provider_errors import MAX_RETRY_AFTER, ProviderFault, classify, retry_after  # noqa: F401
+from debatekit.providers import CALL_CONTEXT, litellm_module  # noqa: F401 - re-exported
+from debatekit.schemas import DEFAULT_MAX_TOKENS, first_error
+MAX_REPLY_CHARS = 100_000
+"""Longest reply text stored in a trace or sent back in a repair round; the full reply is kept
+once, in the response cache. A longer reply is cut here and ends with TRUNCATED."""
+TRUNCATED = "\n[debatekit: reply truncated: {more} more characters beyond the {limit}-character limit]"
 TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
-FREE_PROVIDERS = ("local/", "scripted/")
+FAIL_FAST_AFTER = 3  # identical non-transient failures, with no success, that mark a model dead
 REPAIR_PROMPT = (
     "Your previous reply could not be used: {error}\n"
     "Reply again with only a JSON object that matches the required schema."
@@ -46,34 +54,37 @@ class ModelError(ValueError):
     """A model string that no provider can serve; the message names it."""
 
 
+class ModelSetupError(RuntimeError):
+    """A model that cannot be reached as configured (key, name, server, file); the message names it."""
+
+
 def check_model(model: str) -> None:
     """Fail early, with the model named, on a model string no provider can serve.
 
     `scripted/NAME` must be registered, `local/NAME` a known model or a .gguf path; any other
     string must name a litellm provider (this imports litellm, which the first call needs anyway).
     """
-    provider, _, name = model.partition("/")
-    if provider == "scripted":
-        if name not in scripted._models:
+    kind, name = policy(model).name, model.partition("/")[2]
+    if kind == "scripted":
+        from debatekit import scripted  # the test double is loaded only when a scripted model is named
+
+        if not scripted.is_registered(name):
             raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
-    elif provider == "local":
+    elif kind == "local":
         from debatekit import local
 
         try:
-            local.model_path(name)
+            path = local.model_path(name)
         except local.LocalModelError as exc:
             raise ModelError(f"model {model!r}: {exc}") from exc
+        if name not in local.KNOWN and not path.is_file():
+            raise ModelSetupError(f"model {model!r}: local model file not found: {path}")
     else:
         try:
-            _litellm().get_llm_provider(model)
+            litellm_module().get_llm_provider(model)
         except Exception as exc:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
             raise ModelError(f"model {model!r}: litellm knows no provider for it; use a litellm model string "
                              f"such as openai/gpt-4o-mini, ollama/llama3, hosted_vllm/NAME, local/NAME") from exc
-
-
-def default_model() -> str:
-    """The model used when none is named: $DEBATEKIT_MODEL or the embedded local model."""
-    return os.environ.get("DEBATEKIT_MODEL") or DEFAULT_MODEL
 
 
 @dataclass
@@ -86,6 +97,8 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens the provider reused from its prompt cache
+    prompt_seconds: float = 0.0  # engine time on the prompt (local engine only; 0 when unknown)
+    generation_seconds: float = 0.0  # engine time generating the reply (local engine only)
     cost: float | None = 0.0
     latency: float = 0.0
     calls: int = 0
@@ -116,12 +129,14 @@ class Completion:
         return self.faults.count("timeout")
 
 
-class ProviderFault(Exception):
-    """A failed provider attempt, classified by kind."""
+@dataclass
+class _Health:
+    """What a gateway has seen of one model: answers, set-up failures, and the probe gate."""
 
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
+    answered: bool = False
+    failures: Counter = field(default_factory=Counter)
+    dead: str | None = None
+    gate: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
 def response_format(output: type[BaseModel]) -> dict:
@@ -149,12 +164,13 @@ class Gateway:
 
     Args:
         cache: response cache, or None to disable caching.
-        concurrency: calls in flight per model; None picks per provider (local: engine
-            slots, scripted: 64, others: 16).
+        concurrency: calls in flight per model; None: the model kind's
+            (`policy(model).concurrency`: local: engine slots, scripted: 64, others: 16).
         max_retries: retries of a transient provider error.
         backoff: first retry delay in seconds, doubled at each retry.
-        timeout: default per-call timeout in seconds.
+        timeout: per-call timeout in seconds; None: the model kind's (`policy(model).call_timeout`).
         model_options: extra litellm arguments per model string (api_base, api_key, ...).
+        sleep: the coroutine that waits between retries (tests pass a recording one).
     """
 
     def __init__(
@@ -163,8 +179,9 @@ class Gateway:
         concurrency: int | None = None,
         max_retries: int = 3,
         backoff: float = 0.5,
-        timeout: float = 120.0,
+        timeout: float | None = None,
         model_options: dict[str, dict] | None = None,
+        sleep: Any = None,
     ):
         self.cache = cache
         self.concurrency = concurrency
@@ -172,9 +189,31 @@ class Gateway:
         self.backoff = backoff
         self.timeout = timeout
         self.model_options = model_options or {}
-        _SECRETS.update(_secret_values(self.model_options))
+        credentials.remember(self.model_options)
         self.stats: Counter = Counter()
         self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._health: dict[str, _Health] = {}
+        self._sleep = sleep or asyncio.sleep
+
+    def add_options(self, model: str, options: dict) -> None:
+        """Extra litellm arguments for `model` (merged over those given); credentials are masked everywhere."""
+        self.model_options[model] = {**self.model_options.get(model, {}), **options}
+        credentials.remember(self.model_options)
+
+    def dead(self, model: str | None = None) -> str | None:
+        """`model 'X': <message>` once the model's first calls all failed with the same set-up error;
+        with no model named, the first model of this gateway that did (a judge's, an agent's)."""
+        if model is None:
+            return next((h.dead for h in self._health.values() if h.dead), None)
+        health = self._health.get(model)
+        return health.dead if health else None
+
+    def unreached(self, model: str) -> str | None:
+        """`model 'X': <message>` of the most frequent set-up error of a model that never answered."""
+        health = self._health.get(model)
+        if health is None or health.answered or not health.failures:
+            return None
+        return health.dead or f"model {model!r}: {health.failures.most_common(1)[0][0][1]}"
 
     async def complete(
         self,
@@ -187,31 +226,37 @@ class Gateway:
         max_tokens: int | None = None,
         timeout: float | None = None,
     ) -> Completion:
-        """One chat completion; structured when `output` is given. Never raises for model faults."""
+        """One chat completion; structured when `output` is given. Never raises for model faults.
+
+        An `output` model with a `from_text(text)` classmethod (a free-text answer) is asked without
+        a response format and parsed by that method; a ValueError from it is a parse failure.
+        """
         model = model or default_model()
         params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         params = {k: v for k, v in params.items() if v is not None}
-        fmt = response_format(output) if output else None
+        free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained
+        fmt = response_format(output) if output and not free_text else None
         done = Completion(model=model)
         started = time.perf_counter()
         for repair in range(2 if output else 1):
-            reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout, done)
+            reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or policy(model).call_timeout, done)
             if reply is None:
                 break
-            done.text = reply["text"]
+            done.text = capped(reply["text"])
             if output is None:
                 break
             try:
-                done.parsed = output.model_validate_json(extract_json(done.text))
+                done.parsed = output.from_text(done.text) if free_text else output.model_validate_json(
+                    extract_json(done.text))
                 break
-            except ValidationError as exc:
-                error = _short_validation_error(exc)
+            except ValueError as exc:  # pydantic's ValidationError included
+                error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
                 if repair == 1:
                     done.error, done.error_kind = f"parse: {error}", "parse"
                 messages = [*messages, {"role": "assistant", "content": done.text},
-                            {"role": "user", "content": REPAIR_PROMPT.format(error=error)}]
+                            {"role": "user", "content": getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error)}]
         done.latency = time.perf_counter() - started
         return done
 
@@ -222,15 +267,27 @@ class Gateway:
             done.cache_hits += 1
             self.stats["cache_hits"] += 1
             self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
-            _add_usage(done, hit)
+            _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
             return hit
-        _litellm()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
+        litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
+        health = self._health.setdefault(model, _Health())
         for attempt in range(self.max_retries + 1):
+            gate = None if health.answered or health.dead else health.gate  # not yet heard from: one at a time
+            if gate is not None:
+                await gate.acquire()
+                if health.answered:
+                    gate.release()
+                    gate = None
             try:
+                if health.dead:
+                    done.faults.append("setup")
+                    done.error, done.error_kind = f"setup: {health.dead}", "setup"
+                    return None
                 async with self._semaphore(model):
                     done.calls += 1
                     self.stats["calls"] += 1
                     reply = await asyncio.wait_for(self._call(model, messages, params, fmt), timeout)
+                health.answered = True
                 _add_usage(done, reply)
                 self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
                 if not reply["text"].strip():
@@ -239,21 +296,28 @@ class Gateway:
                     self.cache.put(key, reply)
                 return reply
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and recorded
-                kind, message = _classify(exc)
+                kind, message = classify(exc)
                 message = redact(message)  # a provider may repeat the credential it was sent
                 done.faults.append(kind)
                 self.stats[kind] += 1
-                # a timed-out local generation keeps running in the engine: retrying would only pile
-                # more work onto the same slots, so a local timeout is final
-                if kind not in TRANSIENT or attempt == self.max_retries or (
-                        kind == "timeout" and model.startswith("local/")):
+                transient = kind in TRANSIENT or (kind == "connection" and health.answered)  # a restart
+                if transient:
+                    health.answered = True  # the provider is there; flaky, not misconfigured
+                else:
+                    _note_failure(health, model, kind, message)
+                if not transient or attempt == self.max_retries or (
+                        kind == "timeout" and not policy(model).retry_timeouts):
                     done.error, done.error_kind = f"{kind}: {message}", kind
                     return None
-                await asyncio.sleep(self.backoff * 2**attempt)
+                wait = max(self.backoff * 2**attempt, retry_after(exc) or 0.0)
+            finally:
+                if gate is not None:
+                    gate.release()
+            await self._sleep(wait)
         return None
 
     async def _call(self, model, messages, params, fmt) -> dict:
-        litellm = _litellm()
+        litellm = litellm_module()
         extra = self.model_options.get(model, {})
         kwargs = dict(params, **extra)
         if fmt is not None:
@@ -261,39 +325,42 @@ class Gateway:
         reply = await litellm.acompletion(model=model, messages=messages, num_retries=0, **kwargs)
         usage = getattr(reply, "usage", None)
         cost: float | None = 0.0
-        if not model.startswith(FREE_PROVIDERS):
+        if not policy(model).free:
             try:
                 cost = float(litellm.completion_cost(completion_response=reply))
             except Exception:  # noqa: BLE001 - unknown price: recorded as null, not as zero
                 cost = None
         return {
-            "text": reply.choices[0].message.content or "",
+            "text": redact(reply.choices[0].message.content or ""),  # a proxy may echo the key it was sent
             "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
             "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
             "cached_tokens": getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
+            "prompt_seconds": getattr(usage, "prompt_seconds", 0.0) or 0.0,
+            "generation_seconds": getattr(usage, "generation_seconds", 0.0) or 0.0,
             "cost": cost,
         }
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         if model not in self._semaphores:
-            self._semaphores[model] = asyncio.Semaphore(self.concurrency or _default_concurrency(model))
+            self._semaphores[model] = asyncio.Semaphore(self.concurrency or policy(model).concurrency())
         return self._semaphores[model]
 
 
-def _add_usage(done: Completion, reply: dict) -> None:
+def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
     done.prompt_tokens += reply.get("prompt_tokens", 0)
     done.completion_tokens += reply.get("completion_tokens", 0)
     done.cached_tokens += reply.get("cached_tokens", 0)
+    if timed:
+        done.prompt_seconds += reply.get("prompt_seconds", 0.0)
+        done.generation_seconds += reply.get("generation_seconds", 0.0)
     if done.cost is not None:
         done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
 
 
-def _default_concurrency(model: str) -> int:
-    if model.startswith("local/"):
-        from debatekit import local
-
-        return local.slots()
-    return 64 if model.startswith("scripted/") else 16
+def capped(text: str, limit: int | None = None) -> str:
+    """`text` cut to `limit` characters (default MAX_REPLY_CHARS) with a marker saying how much was cut."""
+    limit = limit or MAX_REPLY_CHARS
+    return text if len(text) <= limit else text[:limit] + TRUNCATED.format(more=len(text) - limit, limit=limit)
 
 
 def _short_validation_error(exc: ValidationError) -> str:
@@ -301,175 +368,13 @@ def _short_validation_error(exc: ValidationError) -> str:
     return f"{where}: {message} ({len(exc.errors())} error(s))"
 
 
-def _classify(exc: BaseException) -> tuple[str, str]:
-    """Kind of a failed attempt: timeout, rate_limit, server, empty (transient) or error."""
-    if isinstance(exc, ProviderFault):
-        return exc.kind, str(exc)
-    if isinstance(exc, (asyncio.TimeoutError, TimeoutError)):
-        return "timeout", "no reply within the call timeout"
-    name = type(exc).__name__
-    status = getattr(exc, "status_code", None)
-    message = str(exc).splitlines()[0][:300] if str(exc) else name
-    if "Timeout" in name or status == 408:
-        return "timeout", message
-    if "RateLimit" in name or status == 429:
-        return "rate_limit", message
-    if isinstance(status, int) and status >= 500 or name in {"APIConnectionError", "ServiceUnavailableError"}:
-        return "server", message
-    return "error", f"{name}: {message}"
+def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:
+    """Count a non-transient failure; the same one FAIL_FAST_AFTER times before any answer kills the model."""
+    if health.answered or health.dead:
+        return
+    health.failures[(kind, message)] += 1
+    if health.failures[(kind, message)] >= FAIL_FAST_AFTER:
+        health.dead = f"model {model!r}: {message}"
 
 
-# --- litellm, configured once -------------------------------------------------------------
-
-_LIB: Any = None
-
-
-def _litellm():
-    """Import and configure litellm once: offline cost map, no telemetry, our providers."""
-    global _LIB
-    if _LIB is None:
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-        os.environ.setdefault("LITELLM_TELEMETRY", "False")
-        import litellm
-
-        litellm.suppress_debug_info = True
-        litellm.telemetry = False
-        litellm.drop_params = True
-        logging.getLogger("LiteLLM").setLevel(logging.ERROR)
-        for name in _CHATTY_LOGGERS:  # their debug logs print request headers and options
-            logging.getLogger(name).addFilter(_redact_record)
-        litellm.custom_provider_map = [
-            {"provider": "local", "custom_handler": _local_provider(litellm)},
-            {"provider": "scripted", "custom_handler": _scripted_provider(litellm)},
-        ]
-        # litellm's first call imports these lazily (tiktoken's encoding: 1-3 s); done here, so
-        # that this time does not count against the timeout of the first calls in flight
-        for module in _FIRST_CALL_IMPORTS:
-            try:
-                importlib.import_module(module)
-            except ImportError:
-                pass
-        _LIB = litellm
-    return _LIB
-
-
-_FIRST_CALL_IMPORTS = ("litellm.litellm_core_utils.default_encoding", "litellm.proxy._types",
-                       "litellm.types.object_permission")
-
-
-def _fill(litellm, model_response, model: str, text: str, prompt_tokens: int, completion_tokens: int,
-          cached_tokens: int | None = None):
-    model_response.choices[0].message.content = text
-    model_response.model = model
-    model_response.usage = litellm.Usage(
-        prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,
-        total_tokens=prompt_tokens + completion_tokens,
-        prompt_tokens_details=None if cached_tokens is None else {"cached_tokens": cached_tokens},
-    )
-    return model_response
-
-
-def _schema_of(optional_params: dict) -> dict | None:
-    fmt = optional_params.get("response_format") or {}
-    return (fmt.get("json_schema") or {}).get("schema") if isinstance(fmt, dict) else None
-
-
-def _local_provider(litellm):
-    from debatekit import local
-
-    class LocalProvider(litellm.CustomLLM):
-        """litellm provider `local/NAME`: the in-process xllamacpp engine."""
-
-        async def acompletion(self, model, messages, *args, optional_params=None, **kwargs):
-            params = optional_params or kwargs.get("optional_params") or {}
-            request = {"messages": messages}
-            for key in ("temperature", "seed", "max_tokens", "response_format", "top_p", "stop"):
-                if params.get(key) is not None:
-                    request[key] = params[key]
-            engine = await asyncio.to_thread(local.engine, model)
-            reply = await engine.achat(request)
-            usage = reply.get("usage", {})
-            return _fill(litellm, kwargs["model_response"], model, reply["choices"][0]["message"]["content"] or "",
-                         usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                         (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0))
-
-    return LocalProvider()
-
-
-def _scripted_provider(litellm):
-    errors = {
-        "timeout": lambda m, model: litellm.Timeout(message=m, model=model, llm_provider="scripted"),
-        "rate_limit": lambda m, model: litellm.RateLimitError(message=m, llm_provider="scripted", model=model),
-        "server": lambda m, model: litellm.InternalServerError(message=m, llm_provider="scripted", model=model),
-        "bad_request": lambda m, model: litellm.BadRequestError(message=m, model=model, llm_provider="scripted"),
-    }
-
-    class ScriptedProvider(litellm.CustomLLM):
-        """litellm provider `scripted/NAME`: replies from `debatekit.scripted`."""
-
-        async def acompletion(self, model, messages, *args, optional_params=None, **kwargs):
-            params = dict(optional_params or {})
-            schema = _schema_of(params)
-            params.pop("response_format", None)
-            request = scripted.Request(model=model, messages=messages, schema=schema, params=params,
-                                       call=scripted.CALL.get())
-            reply = scripted.respond(model, request)
-            while isinstance(reply, scripted.Delayed):
-                await asyncio.sleep(reply.seconds)
-                reply = reply.reply
-            if isinstance(reply, scripted.Fault):
-                if reply.kind == "hang":
-                    await asyncio.sleep(3600)
-                raise errors[reply.kind](reply.message, model)
-            text = scripted.render(reply)
-            prompt = scripted.count_tokens(request.prompt)
-            return _fill(litellm, kwargs["model_response"], model, text, prompt, scripted.count_tokens(text))
-
-    return ScriptedProvider()
-
-
-HIDDEN = ("key", "token", "secret", "password", "auth", "credential", "cookie")
-_SECRETS: set[str] = set()  # credential values given in any gateway's model options
-_CHATTY_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "openai._base_client",
-                   "httpx", "httpcore.http11", "httpcore.connection", "aiohttp.client")
-
-
-def _secret_values(value: Any, hidden: bool = False) -> set[str]:
-    if isinstance(value, dict):
-        return set().union(*(_secret_values(v, hidden or any(h in str(k).lower() for h in HIDDEN))
-                             for k, v in value.items()))
-    if isinstance(value, list):
-        return set().union(*(_secret_values(v, hidden) for v in value))
-    return {value} if hidden and isinstance(value, str) and len(value) >= 6 else set()
-
-
-def redact(text: str) -> str:
-    """`text` with every known credential replaced by ***: values of credential-named keys in
-    model options and of credential-named environment variables (OPENAI_API_KEY, ...)."""
-    env = {v for k, v in os.environ.items() if len(v) >= 6 and any(h in k.lower() for h in HIDDEN)}
-    for secret in sorted(_SECRETS | env, key=len, reverse=True):
-        if secret in text:
-            text = text.replace(secret, "***")
-    return text
-
-
-def _redact_record(record: logging.LogRecord) -> bool:
-    """Logging filter: a record's message with credentials masked (it is always kept)."""
-    message = record.getMessage()
-    masked = redact(message)
-    if masked != message:
-        record.msg, record.args = masked, None
-    return True
-
-
-def model_options_public(options: dict[str, dict]) -> dict[str, dict]:
-    """Model options with credentials removed, for traces (nested ones too, e.g. extra_headers)."""
-    return {m: _mask(o) for m, o in options.items()}
-
-
-def _mask(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: "***" if any(h in str(k).lower() for h in HIDDEN) else _mask(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_mask(v) for v in value]
-    return value
+_litellm = litellm_module  # the name the benchmarks import

@@ -173,11 +173,123 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
     return target
 
 
+DEFAULT_CACHE_RAM_MIB = 2048
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """How the engine keeps each conversation's computed prefix between its requests.
+
+    A debate agent's round-2 prompt begins with its whole round-1 conversation. With more
+    conversations than slots, that state has usually left its slot by then; llama.cpp can park
+    it in a host-memory prompt cache (`--cache-ram`) and restore it, but only when it picks a
+    slot least-recently-used: by default it first picks any idle slot whose tokens share over 10%
+    of the new prompt (`--slot-prompt-similarity 0.1`), which the shared system prompt always
+    does, and then neither saves that slot nor looks in the cache.
+
+    Attributes:
+        ram_mib: host memory for parked prompts in MiB (0: no cache, -1: no limit). The KV state
+            of Qwen2.5-1.5B is 28 KiB a token, so the default 2048 MiB holds ~75k tokens: the 36
+            conversations of 12 three-agent debates several times over, in about a tenth of a
+            24 GiB machine beside the 1.1 GB model.
+        reuse: True sends a request back to the idle slot that holds its conversation
+            (`SlotRouter`, in-process engine only) and otherwise lets llama.cpp pick its
+            least-recently-used slot, park that slot's prompt and restore the request's longest
+            cached prefix; False keeps llama.cpp's default selection by prompt similarity (the
+            behaviour before this setting existed).
+    """
+
+    ram_mib: int = DEFAULT_CACHE_RAM_MIB
+    reuse: bool = True
+
+    @property
+    def slot_similarity(self) -> float:
+        """llama.cpp's `slot_prompt_similarity`: 0 disables selection by similarity."""
+        return 0.0 if self.reuse else 0.1
+
+    def apply(self, params) -> None:
+        """Set these choices on an `xllamacpp.CommonParams`."""
+        params.cache_ram_mib = self.ram_mib
+        params.slot_prompt_similarity = self.slot_similarity
+
+
+def prefix_cache() -> PrefixCache:
+    """Prefix-cache settings from $DEBATEKIT_LOCAL_CACHE_RAM (MiB) and $DEBATEKIT_LOCAL_PREFIX_REUSE (on/off).
+
+    Raises:
+        LocalModelError: a value that is not a number of MiB (>= -1) or on/off.
+    """
+    ram = os.environ.get("DEBATEKIT_LOCAL_CACHE_RAM", "").strip() or str(DEFAULT_CACHE_RAM_MIB)
+    reuse = os.environ.get("DEBATEKIT_LOCAL_PREFIX_REUSE", "").strip().lower() or "on"
+    try:
+        ram_mib = int(ram)
+    except ValueError:
+        ram_mib = -2
+    if ram_mib < -1:
+        raise LocalModelError(f"DEBATEKIT_LOCAL_CACHE_RAM must be MiB of host memory (0 off, -1 no limit), got {ram!r}")
+    if reuse not in _SWITCH:
+        raise LocalModelError(f"DEBATEKIT_LOCAL_PREFIX_REUSE must be on or off, got {reuse!r}")
+    return PrefixCache(ram_mib=ram_mib, reuse=_SWITCH[reuse])
+
+
+class SlotRouter:
+    """Sends a conversation back to the idle slot that holds its earlier turns.
+
+    llama.cpp restores a parked prefix only for a request it places itself (on its
+    least-recently-used idle slot); a conversation whose state still sits in another idle slot
+    would be recomputed there. The router remembers what each slot last held (the server names
+    the slot in a verbose reply) and asks for that slot (`id_slot`) when an idle one holds a
+    prefix of the request's messages; otherwise it leaves the choice to the server and reserves
+    the slot the server will take (its least-recently-used idle one, highest id on a tie).
+    """
+
+    def __init__(self, slots: int):
+        self.held: list[tuple] = [()] * slots  # the messages each slot holds, reply included
+        self.busy = [False] * slots
+        self.used = [-1] * slots  # order in which slots were last released
+        self.clock = 0
+        self.lock = threading.Lock()
+
+    def choose(self, messages: list[dict]) -> tuple[int | None, int | None]:
+        """`(id_slot to ask for or None, slot reserved for the call)`; pair with `release`."""
+        key = _conversation(messages)
+        with self.lock:
+            idle = [s for s, busy in enumerate(self.busy) if not busy]
+            own = [s for s in idle if self.held[s] and key[:len(self.held[s])] == self.held[s]]
+            if own:
+                slot = max(own, key=lambda s: len(self.held[s]))
+            else:
+                slot = min(idle, key=lambda s: (self.used[s], -s), default=None)
+            if slot is not None:
+                self.busy[slot] = True
+            return (slot if own else None), slot
+
+    def release(self, reserved: int | None, used: int | None, messages: list[dict] | None) -> None:
+        """Record that the call reserved on `reserved` ran on slot `used` and left `messages` there."""
+        with self.lock:
+            if reserved is not None:
+                self.busy[reserved] = False
+            if used is None or not 0 <= used < len(self.held):
+                if reserved is not None:
+                    self.held[reserved] = ()  # unknown now: never route to it by content
+                return
+            self.held[used] = _conversation(messages or [])
+            self.clock += 1
+            self.used[used] = self.clock
+
+
+def _conversation(messages: list[dict]) -> tuple:
+    return tuple((m.get("role"), m.get("content")) for m in messages)
+
+
+_SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False, "no": False}
+
+
 class Engine:
     """One xllamacpp server loaded in-process with `slots` parallel sequences."""
 
     def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096, *, port: int = 0,
-                 host: str = "127.0.0.1", alias: str | None = None):
+                 host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None):
         try:
             import xllamacpp
         except ImportError as exc:
@@ -193,11 +305,15 @@ class Engine:
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
         params.verbosity = -1
+        self.cache = cache or prefix_cache()
+        self.cache.apply(params)
         # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
         params.port, params.hostnames = port, [host]
         if alias:
             params.model_alias = {alias}
         self.path, self.slots = path, slots
+        self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
+        self.router = SlotRouter(slots) if self.cache.reuse else None
         self.server = xllamacpp.Server(params)
         # handle_chat_completions blocks its thread: one thread per slot keeps every slot busy.
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="debatekit-local")
@@ -208,14 +324,44 @@ class Engine:
         return self.server.listening_address
 
     def chat(self, request: dict) -> dict:
-        """One OpenAI-style chat completion (blocking)."""
-        reply = self.server.handle_chat_completions(request)
+        """One OpenAI-style chat completion (blocking), on the slot holding its prefix if any."""
+        with self._count:
+            self.in_flight += 1
+        try:
+            return self._chat(request)
+        finally:
+            with self._count:
+                self.in_flight -= 1
+
+    def _chat(self, request: dict) -> dict:
+        if self.router is None:
+            return self._checked(self.server.handle_chat_completions(request))
+        slot, reserved = self.router.choose(request["messages"])
+        routed = {**request, "verbose": True, **({} if slot is None else {"id_slot": slot})}
+        used, held = None, None
+        try:
+            reply = self._checked(self.server.handle_chat_completions(routed))
+            used = (reply.pop("__verbose", None) or {}).get("id_slot")
+            text = reply["choices"][0]["message"].get("content") or ""
+            held = [*request["messages"], {"role": "assistant", "content": text}]
+            return reply
+        finally:
+            self.router.release(reserved, used, held)
+
+    @staticmethod
+    def _checked(reply: dict) -> dict:
         if "error" in reply and "choices" not in reply:
             raise LocalModelError(f"local engine error: {reply['error']}")
         return reply
 
     async def achat(self, request: dict) -> dict:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self.chat, request)
+
+
+def busy() -> bool:
+    """Whether a loaded engine is still generating: a call whose caller was cancelled (Ctrl-C, a
+    timeout) runs on until llama.cpp finishes it, and Python waits for those threads at exit."""
+    return any(e.in_flight for e in _engines.values())
 
 
 _engines: dict[Path, Engine] = {}

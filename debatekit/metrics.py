@@ -1,4 +1,4 @@
-"""Pure functions over answers: equality, majority vote, bootstrap confidence intervals."""
+"""Pure functions over answers: equality, majority vote, bootstrap confidence intervals (flat and nested)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,12 @@ import numpy as np
 
 
 def normalize(answer: Any) -> Any:
-    """A comparable form of an answer: numbers as floats, text stripped and lower-cased."""
-    if isinstance(answer, bool) or answer is None:
-        return answer
+    """A comparable form of an answer: numbers as floats, text stripped and lower-cased, a boolean
+    as "yes"/"no" (a dataset's `true` is the yes of a yes/no answer)."""
+    if answer is None:
+        return None
+    if isinstance(answer, bool):
+        return "yes" if answer else "no"
     if isinstance(answer, (int, float)):
         return float(answer)
     if isinstance(answer, str):
@@ -54,16 +57,35 @@ def agreement_rate(answers: Sequence[Any]) -> float | None:
 def bootstrap_ci(values: Sequence[float], n_boot: int = 2000, level: float = 0.95, seed: int = 0
                  ) -> tuple[float, float, float]:
     """Mean and percentile bootstrap interval of `values` (over items). NaNs are dropped."""
-    data = np.asarray([v for v in values if v is not None and not _isnan(v)], dtype=float)
-    if data.size == 0:
+    return nested_bootstrap_ci([[v] for v in values], n_boot=n_boot, level=level, seed=seed)
+
+
+def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = 2000, level: float = 0.95,
+                        seed: int = 0) -> tuple[float, float, float]:
+    """Mean of group means and a two-level percentile bootstrap interval: resample the groups
+    (items), then the values within each drawn group (seeds). NaNs and empty groups are dropped.
+
+    With one value per group it is the flat bootstrap over the values (`bootstrap_ci`).
+    """
+    clean = [[float(v) for v in g if v is not None and not _isnan(v)] for g in groups]
+    clean = [g for g in clean if g]
+    if not clean:
         return (math.nan, math.nan, math.nan)
-    if data.size == 1:
-        return (float(data[0]),) * 3
+    width = max(len(g) for g in clean)
+    table = np.array([g + [math.nan] * (width - len(g)) for g in clean])
+    sizes = np.array([len(g) for g in clean])
+    point = float(np.nanmean(table, axis=1).mean())
+    if len(clean) == 1 and width == 1:
+        return (point,) * 3
     rng = np.random.default_rng(seed)
-    means = data[rng.integers(0, data.size, size=(n_boot, data.size))].mean(axis=1)
+    rows = rng.integers(0, len(clean), size=(n_boot, len(clean)))
+    drawn = sizes[rows][..., None]
+    cols = (rng.random(size=(n_boot, len(clean), width)) * drawn).astype(int)
+    values = np.where(np.arange(width) < drawn, table[rows[..., None], cols], np.nan)  # a group's own size
+    draws = np.nanmean(values, axis=2).mean(axis=1)
     tail = (1 - level) / 2 * 100
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(data.mean()), float(low), float(high)
+    low, high = np.percentile(draws, [tail, 100 - tail])
+    return point, float(low), float(high)
 
 
 def _isnan(v: Any) -> bool:

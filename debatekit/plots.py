@@ -7,6 +7,7 @@
     plots.accuracy_grid(configs, x="rounds", line="agents")
     plots.cost_accuracy(configs, cost="completion_tokens")
     plots.flip_flow(analysis.flip_flow(rounds))
+    plots.paired_difference(analysis.compare(tables, baseline="single"))
 
 Figures carry the data only; `debatekit.report` writes them to HTML (plotly.js embedded)
 or PNG (kaleido).
@@ -132,8 +133,9 @@ def accuracy_grid(configs: pd.DataFrame, x: str = "rounds", line: str = "agents"
                 x=base[x], y=base["baseline_accuracy"], mode="lines+markers",
                 name=f"self-consistency at equal budget ({line}={_fmt(value)})",
                 line=dict(color=color, dash="dot", width=1), marker=dict(symbol="circle-open", size=10),
-                customdata=base[["baseline_budget"]].to_numpy(),
-                hovertemplate="self-consistency %{y:.2f} at %{customdata[0]:.0f} tokens/item<extra></extra>"))
+                customdata=base[["baseline_budget", "budget"]].to_numpy(),
+                hovertemplate="self-consistency %{y:.2f} at %{customdata[0]:.0f} completion tokens/item used "
+                              "(the debate used %{customdata[1]:.0f})<extra></extra>"))
     if single is not None:
         span = [configs[x].min(), configs[x].max()]
         fig.add_trace(go.Scatter(x=span + span[::-1], y=[single["high"]] * 2 + [single["low"]] * 2, fill="toself",
@@ -250,4 +252,33 @@ def item_answers(rounds: pd.DataFrame, truth=None, round_marker: int | None = No
         fig.add_vline(x=round_marker, line=dict(color="grey", width=8), opacity=0.2)
     fig.update_layout(title=title, xaxis_title="round", yaxis_title="answer", **LAYOUT)
     fig.update_xaxes(dtick=1)
+    return fig
+
+
+def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figure:
+    """Forest plot of paired accuracy differences: one row per configuration, its 95% interval, zero marked.
+
+    Args:
+        table: `analysis.compare` output (config, baseline, difference, low, high, p_mcnemar,
+            only_config, only_baseline, pairs).
+    """
+    fig = go.Figure()
+    rows = table.iloc[::-1]  # the first configuration on top
+    fig.add_trace(go.Scatter(
+        x=rows["difference"], y=rows["config"].astype(str), mode="markers", name="difference",
+        marker=dict(size=10, color=PALETTE[0]), showlegend=False,
+        error_x=dict(type="data", symmetric=False, array=(rows["high"] - rows["difference"]).tolist(),
+                     arrayminus=(rows["difference"] - rows["low"]).tolist(), thickness=2, width=6),
+        customdata=rows[["low", "high", "p_mcnemar", "only_config", "only_baseline", "pairs"]].to_numpy(),
+        hovertemplate="%{y}: %{x:+.3f} [%{customdata[0]:+.3f}, %{customdata[1]:+.3f}]<br>McNemar p "
+                      "%{customdata[2]:.3g}; only this right %{customdata[3]}, only baseline right "
+                      "%{customdata[4]}; %{customdata[5]} pairs<extra></extra>"))
+    fig.add_vline(x=0, line=dict(color="grey", dash="dash"))
+    for row in rows.itertuples():
+        fig.add_annotation(x=row.high, y=str(row.config), text=f"p={row.p_mcnemar:.2g}", showarrow=False,
+                           xanchor="left", xshift=8, font=dict(size=11, color="grey"))
+    baseline = table["baseline"].iloc[0] if len(table) else "baseline"
+    fig.update_layout(title=title or f"Accuracy difference against {baseline} (paired, 95% bootstrap interval)",
+                      xaxis_title=f"accuracy minus {baseline}'s on the same items", yaxis_title="",
+                      **{**LAYOUT, "height": max(240, 90 + 60 * len(table))})
     return fig

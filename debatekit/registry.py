@@ -16,8 +16,9 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
-from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -32,6 +33,21 @@ class ProtocolError(ValueError):
 
 
 @dataclass
+class Node:
+    """How a protocol runs as one workflow-graph node (`debatekit.node`): state in, state out.
+
+    Attributes:
+        item: the item to debate, built from the state dict.
+        result: the new state from the old one, the outcome and the debate (usage, log).
+        params: protocol parameters the state carries (callbacks, say); explicit ones win.
+    """
+
+    item: Callable[[dict], BaseModel]
+    result: Callable[[dict, Any, Any], dict]
+    params: Callable[[dict], dict] = lambda state: {}
+
+
+@dataclass
 class ProtocolSpec:
     name: str
     factory: Callable[..., Solver]
@@ -39,6 +55,63 @@ class ProtocolSpec:
     description: str
     report: Callable[[Any], str] | None = None
     """Extra lines `debatekit run` prints for a finished run folder (the protocol's own scores)."""
+    node: Node | None = None
+    """Its form as a workflow-graph node, if it has one."""
+    output: type[BaseModel] | None = None
+    """The shape of `Outcome.output`, checked on every debate before it is written."""
+    review: Callable[[Any], list[str]] | None = None
+    """Lines a human reviewer reads of one escalated debate, from its folder (`debatekit review --show`)."""
+    renamed: dict[str, str] = field(default_factory=dict)
+    """Old parameter name -> new one; the old one still works for one release, with a DeprecationWarning."""
+    flags: dict[str, str | None] = field(default_factory=dict)
+    """The parameter a CLI flag sets (`{"rounds": "max_rounds"}`; None: the flag does not apply);
+    by default `--agents`/`--rounds` set the parameter of the same name."""
+    debate_report: Callable[[Any, Any], str] | None = None
+    """`debate_report(record, item_folder)`: the text `debatekit show` prints for one finished debate."""
+    baseline: Literal["single", "equal_budget"] | None = None
+    """Its role in sweep reports: "single" (the one-agent reference the others are paired against),
+    "equal_budget" (a non-debate baseline matched to debates at equal token budget), None (a debate)."""
+    short: str | None = None
+    """Its name in sweep figure labels (default: the name)."""
+    stop_reasons: dict[str, str] = field(default_factory=dict)
+    """Its own stop reasons (name -> meaning), beside the shared `engine.STOP_REASONS`; a debate
+    that ends with a reason in neither fails with a ProtocolError."""
+
+    @property
+    def label(self) -> str:
+        """The short name sweep reports use for it."""
+        return self.short or self.name
+
+    def flag(self, name: str) -> str | None:
+        """The parameter `--NAME N` sets for this protocol, or None."""
+        return self.flags[name] if name in self.flags else name if name in self.params else None
+
+    def map_flags(self, params: dict, **flags: Any) -> dict:
+        """`params` plus each given generic value (`agents=N`, `rounds=N`) under this protocol's
+        parameter for it (`spec.flag`); a None value, or a flag the protocol has no parameter for, is skipped."""
+        mapped = {self.flag(name): value for name, value in flags.items() if value is not None}
+        return {**params, **{k: v for k, v in mapped.items() if k is not None}}
+
+    def generic(self, params: dict) -> dict:
+        """`params` with a generic `agents`/`rounds` the protocol has no parameter of that name for
+        moved to the parameter its flag sets (a sweep grid's `rounds` means what `--rounds` means)."""
+        given = dict(params)
+        flags = {n: given.pop(n) for n in ("agents", "rounds") if n in given and not self.accepts(n) and self.flag(n)}
+        return self.map_flags(given, **flags)
+
+    def models_in(self, params: dict) -> list[str]:
+        """The model strings `params` name: `models` and any `*_model`/`*_models` parameter (a
+        string, a list of them, or agent name -> model)."""
+        found = []
+        for name, value in params.items():
+            if name == "models" or name.endswith(("_model", "_models")):
+                values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+                found += [v for v in values if isinstance(v, str)]
+        return found
+
+    def accepts(self, name: str) -> bool:
+        """A parameter name this protocol takes, old names included."""
+        return name in self.params or name in self.renamed
 
     @property
     def params(self) -> dict[str, inspect.Parameter]:
@@ -49,6 +122,7 @@ class ProtocolSpec:
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         """Parameters checked against the factory signature: unknown names and wrong types fail."""
+        params = self._rename(params)
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
@@ -62,20 +136,83 @@ class ProtocolSpec:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
 
+    def _rename(self, params: dict[str, Any]) -> dict[str, Any]:
+        out = dict(params)
+        for old, new in self.renamed.items():
+            if old not in out:
+                continue
+            if new in out:
+                raise ProtocolError(f"protocol {self.name!r}: give {new!r} only ({old!r} is its old name)")
+            warnings.warn(f"protocol {self.name!r}: parameter {old!r} is now {new!r}; the old name goes in the "
+                          "next release", DeprecationWarning, stacklevel=4)
+            out[new] = out.pop(old)
+        return out
+
     def build(self, params: dict[str, Any]) -> Solver:
-        return self.factory(**self.validate(params))
+        """The solver for `params`; each debate's output is checked against `output` (when the
+        protocol has one) and its stop reason against the declared ones."""
+        solver = self.factory(**self.validate(params))
+
+        async def checked(item, debate):
+            outcome = await solver(item, debate)
+            self.check_output(outcome.output)
+            self.check_stop(debate.stop_reason)
+            return outcome
+
+        return checked
+
+    def check_stop(self, reason: str | None) -> None:
+        """Raise ProtocolError for a stop reason neither `engine.STOP_REASONS` nor this protocol declares."""
+        from debatekit.engine import STOP_REASONS
+
+        if reason is not None and reason not in STOP_REASONS and reason not in self.stop_reasons:
+            raise ProtocolError(f"protocol {self.name!r} ended a debate with the undeclared stop reason {reason!r}; "
+                                f"declare it in @protocol(stop_reasons=...)")
+
+    def check_output(self, output: dict) -> None:
+        """Raise ProtocolError naming the first field of `output` that does not fit the output model
+        (a protocol without one accepts any output)."""
+        if self.output is None:
+            return
+        try:
+            self.output.model_validate(output)
+        except ValidationError as exc:
+            field, message = first_error(exc)
+            raise ProtocolError(f"protocol {self.name!r} returned an output that does not fit its schema, "
+                                f"field {field!r}: {message}") from exc
 
 
 _protocols: dict[str, ProtocolSpec] = {}
 
 
-def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None):
+def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None,
+             node: Node | None = None, output: type[BaseModel] | None = None,
+             renamed: dict[str, str] | None = None, flags: dict[str, str | None] | None = None,
+             review: Callable[[Any], list[str]] | None = None,
+             debate_report: Callable[[Any, Any], str] | None = None,
+             baseline: Literal["single", "equal_budget"] | None = None, short: str | None = None,
+             stop_reasons: dict[str, str] | None = None):
     """Register a protocol factory under `name`; `item` is the model its dataset rows must fit;
-    `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms."""
+    `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms;
+    `node` (optional) lets `debatekit.node` run it over a workflow state; `output` (optional) is
+    the pydantic model of its `Outcome.output`, listed by `debatekit protocols --schema NAME`;
+    `renamed` maps old parameter names to new ones; `flags` says which parameter `--agents` and
+    `--rounds` set; `review(folder) -> lines` what a human reviewer reads of an escalated debate;
+    `debate_report(record, item_folder) -> str` what `debatekit show` prints for one debate;
+    `baseline` its role in sweep reports ("single", "equal_budget" or None for a debate);
+    `short` its name in sweep figure labels; `stop_reasons` its own stop reasons (name -> meaning)
+    beside the shared `engine.STOP_REASONS`.
+
+    Shared parameter names: `agents` (the agents' names), `models` (agent name -> model),
+    `judge_model` (the model of the judging or arbitrating agent), `rounds` (see `flags`).
+    """
 
     def register(factory):
         doc = inspect.getdoc(factory) or ""
-        _protocols[name] = ProtocolSpec(name, factory, item, doc.splitlines()[0] if doc else "", report)
+        _protocols[name] = ProtocolSpec(
+            name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
+            report=report, node=node, output=output, review=review, renamed=renamed or {}, flags=flags or {},
+            debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {})
         return factory
 
     return register
@@ -94,6 +231,12 @@ def get(name: str) -> ProtocolSpec:
     if name not in _protocols:
         raise ProtocolError(f"unknown protocol {name!r}; available: {', '.join(sorted(_protocols))}")
     return _protocols[name]
+
+
+def find(name: str) -> ProtocolSpec | None:
+    """The registered protocol `name`, or None (a protocol of an old run no longer registered, say)."""
+    _load_builtin()
+    return _protocols.get(name)
 
 
 def available() -> dict[str, ProtocolSpec]:

@@ -22,9 +22,9 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
-from debatekit import analysis, plots
+from debatekit import analysis, plots, registry
+from debatekit.extras import need
 
-BASELINES = ("single", "self_consistency")
 PLOTLY_MIME = "application/vnd.plotly.v1+json"
 CHROMIUM = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -53,9 +53,21 @@ def config_frame(data) -> pd.DataFrame:
     return configs
 
 
+def paired_frame(data) -> pd.DataFrame:
+    """Each configuration of a sweep against `single` (or the first configuration), paired on items and seeds."""
+    keys = ["protocol", *[k for k in varying_keys(data.points) if k in data.summary]]
+    labels = [_config_label(row, keys) for _, row in data.summary[keys].iterrows()]
+    frame = data.summary.assign(config=labels)
+    if frame["config"].nunique() < 2:
+        return pd.DataFrame()
+    references = {spec.label for spec in registry.available().values() if spec.baseline == "single"}
+    baseline = next((label for label in labels if label in references), labels[0])
+    return analysis.compare(frame, baseline=baseline, by="config")
+
+
 def _config_label(row, keys) -> str:
-    short = {"society_of_mind": "SoM", "self_consistency": "SC", "single": "single"}
-    parts = [short.get(row["protocol"], row["protocol"])]
+    spec = registry.find(row["protocol"])
+    parts = [spec.label if spec else row["protocol"]]
     for k in keys[1:]:
         value = row[k]
         if value is not None and not (isinstance(value, float) and pd.isna(value)):
@@ -63,9 +75,19 @@ def _config_label(row, keys) -> str:
     return " ".join(parts)
 
 
+def _role(protocols: pd.Series) -> pd.Series:
+    """Each protocol's baseline role ("single", "equal_budget"), "" for a debate or an unregistered protocol."""
+    specs = {name: registry.find(name) for name in protocols.unique()}
+    return protocols.map(lambda name: (specs[name].baseline if specs[name] else None) or "")
+
+
+def _is_debate(protocols: pd.Series) -> pd.Series:
+    return _role(protocols) == ""
+
+
 def _longest_runs(data, group_keys: list[str]) -> pd.DataFrame:
     """Rounds rows of the debate points, per group the points with the most rounds, filled to those rounds."""
-    rounds = data.rounds[~data.rounds["protocol"].isin(BASELINES)]
+    rounds = data.rounds[_is_debate(data.rounds["protocol"])]
     if rounds.empty:
         return rounds
     if "rounds" in rounds:
@@ -76,9 +98,10 @@ def _longest_runs(data, group_keys: list[str]) -> pd.DataFrame:
 
 
 def sweep_figures(data) -> dict[str, go.Figure]:
-    """The comparison figures of a sweep: trajectory, convergence, accuracy grid, cost-accuracy, flips."""
+    """The comparison figures of a sweep: trajectory, convergence, accuracy grid, paired differences against
+    the baseline, cost-accuracy, flips."""
     keys = [k for k in varying_keys(data.points) if k in data.rounds and k not in ("rounds",)]
-    debate_keys = [k for k in keys if data.rounds[~data.rounds["protocol"].isin(BASELINES)][k].notna().any()]
+    debate_keys = [k for k in keys if data.rounds[_is_debate(data.rounds["protocol"])][k].notna().any()]
     rounds = _longest_runs(data, debate_keys)
     figures = {}
     if not rounds.empty:
@@ -89,14 +112,17 @@ def sweep_figures(data) -> dict[str, go.Figure]:
             analysis.convergence_curve(rounds, by=debate_keys), by=debate_keys,
             title="Convergence: share of debates where all agents agree (95% bands)")
     configs = config_frame(data)
-    debates = configs[~configs["protocol"].isin(BASELINES)]
+    role = _role(configs["protocol"])
+    debates = configs[role == ""]
     if {"rounds", "agents"} <= set(configs) and not debates.empty:
-        single = configs[configs["protocol"] == "single"]
-        matched = analysis.equal_budget(configs[configs["protocol"] != "single"],
-                                        configs[configs["protocol"] != "single"]["protocol"] == "self_consistency")
+        single, others = configs[role == "single"], configs[role != "single"]
+        matched = analysis.equal_budget(others, role[role != "single"] == "equal_budget")
         figures["accuracy"] = plots.accuracy_grid(
             debates, x="rounds", line="agents", single=single.iloc[0] if len(single) else None, matched=matched,
             title="Final accuracy against rounds and agents (baselines at equal completion-token budget)")
+    paired = paired_frame(data)
+    if not paired.empty:
+        figures["paired"] = plots.paired_difference(paired)
     figures["cost"] = plots.cost_accuracy(configs, cost="completion_tokens",
                                           title="Completion tokens per item against accuracy (Pareto front starred)")
     if not rounds.empty:
@@ -152,10 +178,22 @@ section{{margin:2em 0}}</style></head>
 <h2>Configurations</h2>
 <p>Accuracy with a 95% bootstrap interval over items (and seeds); cost columns are means per item.</p>
 {shown.to_html(index=False, na_rep="")}
+{_paired_html(data)}
 <h2>Figures</h2>
 {figs}
 </body></html>
 """
+
+
+def _paired_html(data) -> str:
+    paired = paired_frame(data)
+    if paired.empty:
+        return ""
+    return (f"<h2>Paired against {html.escape(str(paired['baseline'].iloc[0]))}</h2>\n<p>Accuracy difference on the "
+            "items (and seeds) both answered, with a 95% bootstrap interval resampling items, then seeds; exact "
+            "McNemar p-value on the pairs only one side got right; completion tokens per item actually used by "
+            "each side. Pairs where either side failed are left out (<code>left_out</code>).</p>\n"
+            + paired.round(3).to_html(index=False, na_rep=""))
 
 
 def write_report(sweep_dir: Path | str, out: Path | str | None = None) -> Path:
@@ -170,8 +208,8 @@ def write_report(sweep_dir: Path | str, out: Path | str | None = None) -> Path:
 
 def notebook_html(notebook: Path | str) -> str:
     """An executed notebook as self-contained HTML, its plotly figures drawn (nbconvert alone leaves them blank)."""
-    import nbformat
-    from nbconvert import HTMLExporter
+    nbformat = need("nbformat", "notebooks", "a notebook report")
+    HTMLExporter = need("nbconvert", "notebooks", "a notebook report").HTMLExporter
 
     nb = nbformat.read(str(notebook), as_version=4)
     count = 0
@@ -209,6 +247,7 @@ def save_png(fig: go.Figure, path: Path | str, width: int = 900, height: int | N
     Raises:
         RuntimeError: no Chromium found (install it: `apt-get install -y chromium`).
     """
+    need("kaleido", "notebooks", "PNG export")
     browser = find_chromium()
     if browser is None:
         raise RuntimeError("PNG export needs Chromium: apt-get install -y chromium (or set BROWSER_PATH)")

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel
 
+from debatekit import registry
 from debatekit.schemas import DebateRecord
 from debatekit.trace import RunFolder, read_jsonl
 
@@ -122,31 +123,19 @@ def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = 
 
 
 def describe(run_dir: Path | str, entry: ReviewItem) -> str:
-    """What a reviewer reads: the escalation, the final answer and the debate summary if any."""
+    """What a reviewer reads: the escalation, the final answer and what the protocol shows of the debate."""
     lines = [f"item {entry.item_id} ({entry.protocol}, debate {entry.debate_id})",
              f"escalation: {entry.escalation_reason or '-'}",
              f"final answer: {entry.final_answer if entry.final_answer is not None else '-'}"]
     folder = Path(run_dir) / entry.item_dir
-    summary = folder / "debate_summary.json"
-    if summary.is_file():
-        data = json.loads(summary.read_text(encoding="utf-8"))
-        for key in ("conflicts", "disputed_claims", "agreed_claims"):
-            if isinstance(data.get(key), list):
-                lines.append(f"{key.replace('_', ' ')} ({len(data[key])}):")
-                lines.extend(f"  - {_line(row)}" for row in data[key][:8])
+    spec = registry.find(entry.protocol)
+    if spec is not None and spec.review is not None:
+        lines.extend(spec.review(folder))
     other = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
     if other:
         lines.append(f"files: {', '.join(other)}")
     return "\n".join(lines)
 
-
-def _line(row: Any) -> str:
-    if not isinstance(row, dict):
-        return str(row)
-    who = "/".join(str(row[k]) for k in ("agent", "critic", "target", "claim_id") if row.get(k))
-    text = row.get("statement") or row.get("description") or json.dumps(row, ensure_ascii=False)
-    severity = f"[{row['severity']}] " if row.get("severity") else ""
-    return f"{who}: {severity}{text}"[:300]
 
 
 def _user() -> str:

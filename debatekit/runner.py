@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import sys
 import threading
 import time
@@ -22,11 +23,13 @@ from debatekit import __version__, datasets, registry, review
 from debatekit.analysis import summarize
 from debatekit.cache import ResponseCache
 from debatekit.engine import Debate, Limits, Outcome
-from debatekit.gateway import Gateway, check_model, default_model, model_options_public
+from debatekit.gateway import Gateway, ModelSetupError, check_model, model_options_public, policy
 from debatekit.local import cache_dir
 from debatekit.metrics import answers_equal
-from debatekit.schemas import DebateRecord, RunConfig, RunRecord, call_timeout_for
-from debatekit.trace import DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, git_commit, now
+from debatekit.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
+from debatekit.signals import SigtermCancels, Terminated, stop_reason
+from debatekit.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
+                             item_folder_name, now)
 
 
 @dataclass
@@ -40,10 +43,18 @@ class RunResult:
         return self.record.summary
 
 
+LATER_FIELDS = {"seeds": 1, "api_base": None, "api_key_env": None}  # added later: hashed only when set
+UNHASHED = {"concurrency", "max_calls_in_flight", "cache"}
+"""Run settings that do not change results: left out of the config hash, so a resume may change them."""
+
+
 def config_hash(config: RunConfig) -> str:
     """Hash of what determines the results (not where they are written)."""
-    data = public_config(config).model_dump(mode="json", exclude={"concurrency", "max_calls_in_flight", "cache"})
-    data["model"] = config.model or default_model()
+    data = public_config(config).model_dump(mode="json", exclude=UNHASHED)
+    data["model"] = config.run_model
+    for key, default in LATER_FIELDS.items():  # so that runs written before these fields still resume
+        if data.get(key) == default:
+            data.pop(key, None)
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 
@@ -64,52 +75,87 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     """Run `config` and write its run folder; see `run` for the arguments."""
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
+    model = config.run_model
     if config.call_timeout is None:  # resolved and recorded in run.json
-        config = config.model_copy(update={"call_timeout": call_timeout_for(config.model or default_model())})
+        config = config.model_copy(update={"call_timeout": policy(model).call_timeout})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
-    check_model(config.model or default_model())
+    for named in (model, *spec.models_in(config.params)):
+        check_model(named)
+    options = connection_options(config)
     folder = RunFolder(out or default_out(config))
-    record = _open_record(folder, config, info, resume)
-    done_ids = {d.item_id for d in folder.debates() if d.status == "ok"} if resume else set()
-    todo = [item for item in items if item.id not in done_ids]
-
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
+    try:
+        folder.create()
+        record = _open_record(folder, config, info, resume)
+    except BaseException:
+        if cache is not None:
+            cache.close()
+        raise
+    seeds = [config.seed + k for k in range(config.seeds)]
+    done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.answered} if resume else set()
+    todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
+
     gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
                                  timeout=config.call_timeout, model_options=config.model_options)
+    if options:
+        gateway.add_options(model, options)
     limits = Limits(config.call_timeout, config.round_timeout, config.debate_timeout,
                     config.token_budget, config.max_tokens)
-    bar = _progress(len(items), len(items) - len(todo), config.protocol, progress)
+    bar = _progress(len(items) * len(seeds), len(items) * len(seeds) - len(todo), config.protocol, progress)
     slots = asyncio.Semaphore(config.concurrency)
     started = time.monotonic()
+    answered = []
 
-    async def one(item) -> None:
+    async def one(item, seed: int) -> None:
         async with slots:
+            if gateway.dead():
+                return  # the run is stopping: the item is left for --resume
+            where = f"items/{item_folder_name(item.id)}" + (f"/seed{seed}" if len(seeds) > 1 else "")
+            calls = CallFaults()
             debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
-                            debate_id=uuid.uuid4().hex[:12], seed=config.seed, limits=limits,
-                            on_event=lambda event: folder.append(EVENTS_FILE, event),
-                            folder=folder.path / "items" / _safe_name(item.id))
-            result = await _debate(solver, item, debate, config.protocol)
+                            debate_id=uuid.uuid4().hex[:12], seed=seed, limits=limits,
+                            on_event=lambda event: (folder.append(EVENTS_FILE, event), calls.add(event)),
+                            folder=folder.path / where)
+            result = await _debate(solver, item, debate, config.protocol, calls)
             folder.append(DEBATES_FILE, result)
-            review.enqueue(folder, result, f"items/{_safe_name(item.id)}")  # escalated: human review queue
+            answered.append(result.answered)
+            review.enqueue(folder, result, where)  # escalated: human review queue
             if on_debate:
                 on_debate(result)
             bar.update(1)
             stats = gateway.stats
             bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], tokens=stats["tokens"], refresh=False)
 
+    tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
+    sigterm = SigtermCancels()  # a batch scheduler's stop is handled like Ctrl-C
     try:
-        await asyncio.gather(*(one(item) for item in todo))
+        await asyncio.gather(*tasks)
+        # dead after its first calls, or (a run too short to tell) never answered at all
+        fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))
+        if fatal:
+            raise ModelSetupError(fatal)
         record.status = "complete"
-    except BaseException:
-        record.status = "interrupted"
+    except ModelSetupError:
+        record.status = "failed"
+        raise
+    except BaseException as exc:
+        record.status, record.reason = "interrupted", stop_reason(exc, sigterm.fired)
+        await _cancel(tasks)  # the first failed write stops every debate, not only its own
+        if sigterm.fired:
+            raise Terminated() from exc
         raise
     finally:
+        sigterm.close()
         bar.close()
         debates = [d for d in folder.debates() if d.item_id in {i.id for i in items}]
         record.summary = {**summarize(debates), **review.counts(folder.path)}
         record.summary["wall_s"] = round(time.monotonic() - started, 2)  # this session's run time
         record.finished = now()
-        folder.write_run(record)
+        try:
+            folder.write_run(record)
+        except OSError:  # a full disk: run.json keeps saying "running"; the error that stopped the run is raised
+            if record.status == "complete":
+                raise
         folder.close()
         if cache is not None:
             cache.close()
@@ -128,6 +174,8 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs) -> RunResult
 
     Raises:
         registry.ProtocolError, datasets.DatasetError, RunFolderError: bad input, named.
+        ModelSetupError: the model's first calls all failed with the same set-up error (a key,
+            a model name, a server); the run folder keeps what finished, for `resume`.
     """
     try:
         asyncio.get_running_loop()
@@ -149,30 +197,79 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs) -> RunResult
     return box["result"]
 
 
-async def _debate(solver, item, debate: Debate, protocol: str) -> DebateRecord:
-    """Run one debate; any exception becomes a failed record, never a crashed run."""
+def connection_options(config: RunConfig) -> dict:
+    """litellm arguments from `api_base` and `api_key_env` (the key read from that variable, never stored).
+
+    A provider model sent to another server with no key gets a placeholder key, so that the
+    provider's own key (litellm reads $OPENAI_API_KEY, $ANTHROPIC_API_KEY, ...) is never sent there.
+
+    Raises:
+        ValueError: `api_key_env` names a variable that is not set.
+    """
+    options: dict[str, Any] = {}
+    if config.api_key_env:
+        key = os.environ.get(config.api_key_env)
+        if not key:
+            raise ValueError(f"--api-key-env {config.api_key_env}: the environment variable is not set")
+        options["api_key"] = key
+    if config.api_base:
+        options["api_base"] = config.api_base
+        given = config.model_options.get(config.run_model, {})
+        if policy(config.run_model).credentials and "api_key" not in options and "api_key" not in given:
+            options["api_key"] = "none"
+    return options
+
+
+class CallFaults:
+    """The calls of one debate that failed without a reply (errors, timeouts; not parse failures)."""
+
+    def __init__(self):
+        self.count, self.first = 0, None
+
+    def add(self, event: CallEvent) -> None:
+        if event.error and event.error_kind != "parse":
+            self.count += 1
+            self.first = self.first or event.error
+
+
+async def _debate(solver, item, debate: Debate, protocol: str, calls: CallFaults | None = None) -> DebateRecord:
+    """Run one debate; any exception becomes a failed record, never a crashed run.
+
+    Status: `failed` (the protocol raised), `error` (no final answer, and some calls failed
+    without a reply: not scored, whatever correctness or score the protocol gave the missing
+    answer), `degraded` (an answer despite failed calls: scored) or `ok`.
+    """
+    calls = calls or CallFaults()
     status, error, outcome = "ok", None, Outcome()
     try:
         outcome = await solver(item, debate)
     except Exception as exc:  # noqa: BLE001 - recorded on the debate, the run goes on
+        if (stop := as_write_error(exc)) is not None:
+            raise stop from exc  # the run folder cannot be written: the run stops (not this item's fault)
         status, error = "failed", f"{type(exc).__name__}: {exc}"
+    if status == "ok" and calls.count:
+        status, error = ("error", calls.first) if outcome.final_answer is None else ("degraded", None)
     truth = getattr(item, "answer", None)
-    correct = outcome.correct
-    if correct is None and truth is not None and status == "ok":
+    scored = status in ("ok", "degraded")
+    correct = outcome.correct if scored else None
+    if correct is None and truth is not None and scored:
         correct = outcome.final_answer is not None and answers_equal(outcome.final_answer, truth)
+    score = outcome.score if scored and outcome.score is not None else None if correct is None else float(correct)
     return DebateRecord(
+        **{**dict(outcome), "correct": correct, "score": score},
         run_id=debate.run_id, debate_id=debate.debate_id, item_id=item.id, protocol=protocol,
-        status=status, error=error, rounds=debate.history, final_answer=outcome.final_answer,
-        truth=truth, correct=correct, score=outcome.score if outcome.score is not None else (
-            None if correct is None else float(correct)),
-        stop_reason=debate.stop_reason, converged=outcome.converged,
-        needs_human_review=outcome.needs_human_review, escalation_reason=outcome.escalation_reason,
-        escalated_to=outcome.escalated_to, output=outcome.output, usage=debate.usage,
-        wall_s=round(debate.elapsed, 3), log=debate.log)
+        seed=debate.seed, status=status, error=error, rounds=debate.history, truth=truth,
+        stop_reason=debate.stop_reason, usage=debate.usage, wall_s=round(debate.elapsed, 3), log=debate.log)
 
 
-def _safe_name(item_id: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in item_id)
+def _seed_of(record: DebateRecord, config: RunConfig) -> int:
+    return config.seed if record.seed is None else record.seed  # records from before seeds were recorded
+
+
+async def _cancel(tasks: list[asyncio.Future]) -> None:
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> RunRecord:
@@ -182,16 +279,37 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> Ru
         record = folder.read_run()
         if record.config_hash != config_hash(config):
             raise RunFolderError(f"cannot resume {folder.path}: its configuration differs "
-                                 f"(hash {record.config_hash}, now {config_hash(config)})")
+                                 f"({_config_diff(record, config)})")
         if record.dataset.sha256 != info.sha256:
             raise RunFolderError(f"cannot resume {folder.path}: dataset {info.path} changed since the run began")
-        record.status = "running"
+        folder.prune_unfinished()
+        record.status, record.reason = "running", None
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),
-                           model=config.model or default_model(), dataset=info)
+                           model=config.run_model, dataset=info)
     folder.write_run(record)
     return record
+
+
+def _config_diff(record: RunRecord, config: RunConfig) -> str:
+    """The settings that differ between a run folder's configuration and `config`, e.g. `params.agents: 3 -> 5`."""
+    before = {**_flat(record.config.model_dump(mode="json", exclude=UNHASHED)), "model": record.model}
+    after = {**_flat(public_config(config).model_dump(mode="json", exclude=UNHASHED)),
+             "model": config.run_model}
+    changed = [f"{k}: {before.get(k)!r} -> {after.get(k)!r}" for k in sorted(set(before) | set(after))
+               if before.get(k) != after.get(k)]
+    return "; ".join(changed) or f"hash {record.config_hash}, now {config_hash(config)}"
+
+
+def _flat(data: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in data.items():
+        if isinstance(value, dict) and value:
+            flat.update(_flat(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

@@ -11,7 +11,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+DEFAULT_MAX_TOKENS = 512
+"""Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
+
 SCHEMA_VERSION = 1
+ANSWERED = ("ok", "degraded")  # debate statuses whose answers are scored; error and failed are not
 
 
 def first_error(exc: ValidationError, default: str = "") -> tuple[str, str]:
@@ -41,35 +45,39 @@ class RunConfig(Strict):
     """Protocol parameters (agents, rounds, ...), validated against the protocol."""
     seed: int = 0
     """Base seed; every call gets a seed derived from it, the item, the agent and the round."""
+    seeds: int = Field(1, ge=1)
+    """Run each item under this many seeds (seed, seed+1, ...); intervals resample items, then seeds."""
     concurrency: int = Field(4, ge=1)
     """Debates (items) run at once."""
     max_calls_in_flight: int | None = Field(None, ge=1)
     """Model calls in flight per model; None: per provider default."""
     call_timeout: float | None = Field(None, gt=0)
-    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (see `call_timeout_for`)."""
+    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `gateway.policy(model).call_timeout`)."""
     round_timeout: float | None = Field(None, gt=0)
     """Seconds per parallel phase; unfinished agents are cut off and logged."""
     debate_timeout: float | None = Field(None, gt=0)
     """Seconds per debate; the debate stops with reason `timeout`."""
     token_budget: int | None = Field(None, ge=1)
     """Completion tokens per debate; the debate stops with reason `budget`."""
-    max_tokens: int = Field(512, ge=1)
+    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
     """Completion tokens per call."""
     cache: bool = True
     """Reuse cached replies; a re-run of the same config makes zero model calls."""
     model_options: dict[str, dict[str, Any]] = {}
     """Extra litellm arguments per model string (api_base, ...); credentials never traced."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server for `model` (vLLM, llama.cpp, Ollama, `debatekit serve`)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key for `model`; the key itself is never stored."""
+
+    @property
+    def run_model(self) -> str:
+        """The model this run calls: `model`, or the default one ($DEBATEKIT_MODEL, else the embedded model)."""
+        from debatekit.model_kinds import default_model
+
+        return self.model or default_model()
 
 
-PROVIDER_CALL_TIMEOUT = 120.0
-LOCAL_CALL_TIMEOUT = 900.0
-
-
-def call_timeout_for(model: str) -> float:
-    """Default seconds per call: a provider that has not answered in 2 minutes has stalled, while
-    the embedded model on a 2-core CPU with 4 slots busy generates ~4 tokens/s per call, so a
-    900-token structured answer there needs minutes and is slow, not stalled."""
-    return LOCAL_CALL_TIMEOUT if model.startswith("local/") else PROVIDER_CALL_TIMEOUT
 
 
 class CallEvent(BaseModel):
@@ -88,6 +96,10 @@ class CallEvent(BaseModel):
     completion_tokens: int
     cached_tokens: int = 0
     """Prompt tokens the provider reused from its prompt cache (local engine, OpenAI)."""
+    prompt_seconds: float = 0.0
+    """Engine seconds spent on the prompt tokens not reused (local engine; 0 when unknown)."""
+    generation_seconds: float = 0.0
+    """Engine seconds spent generating the reply (local engine; 0 when unknown)."""
     latency_s: float
     cost: float | None
     calls: int
@@ -100,6 +112,8 @@ class CallEvent(BaseModel):
     error: str | None = None
     error_kind: str | None = None
     ts: float
+    messages: list[dict] | None = None
+    """The messages the agent was shown (None in runs recorded before they were kept)."""
 
 
 class RoundRecord(BaseModel):
@@ -123,22 +137,13 @@ class Usage(BaseModel):
     errors: int = 0
 
 
-class DebateRecord(BaseModel):
-    """One finished (or explicitly failed) debate over one item: one line of debates.jsonl."""
+class Verdict(BaseModel):
+    """What a protocol decides about one debate: the fields a protocol returns (`engine.Outcome`)
+    and a debate record keeps, defined once."""
 
-    schema_version: int = SCHEMA_VERSION
-    run_id: str
-    debate_id: str
-    item_id: str
-    protocol: str
-    status: Literal["ok", "failed"]
-    error: str | None = None
-    rounds: list[RoundRecord] = []
     final_answer: Any = None
-    truth: Any = None
     correct: bool | None = None
     score: float | None = None
-    stop_reason: str | None = None
     converged: bool | None = None
     needs_human_review: bool = False
     escalation_reason: str | None = None
@@ -146,9 +151,33 @@ class DebateRecord(BaseModel):
     """council, human, ... or None (not escalated); human whenever human review is needed and the
     protocol named no target (also for records written before the field existed)."""
     output: dict[str, Any] = {}
+
+
+class DebateRecord(Verdict):
+    """One finished (or explicitly failed) debate over one item: one line of debates.jsonl."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    debate_id: str
+    item_id: str
+    protocol: str
+    seed: int | None = None
+    """The run seed this debate ran under (one of `seed .. seed+seeds-1`); None in older records."""
+    status: Literal["ok", "degraded", "error", "failed"]
+    """ok; degraded: an answer although some calls failed (scored); error: no answer because calls
+    failed or timed out (not scored, `error` holds the first message); failed: the protocol raised."""
+    error: str | None = None
+    rounds: list[RoundRecord] = []
+    truth: Any = None
+    stop_reason: str | None = None
     usage: Usage = Usage()
     wall_s: float = 0.0
     log: list[str] = []
+
+    @property
+    def answered(self) -> bool:
+        """Whether the debate counts as the model's answer (scored): ok or degraded."""
+        return self.status in ANSWERED
 
     @model_validator(mode="after")
     def _human_review_is_an_escalation(self) -> DebateRecord:
@@ -179,3 +208,5 @@ class RunRecord(BaseModel):
     model: str
     dataset: DatasetInfo
     summary: dict[str, Any] = {}
+    reason: str | None = None
+    """Why an interrupted run stopped (a signal, a failed write), when it did not complete."""

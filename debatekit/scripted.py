@@ -9,7 +9,9 @@ A scripted model is reached through the same gateway as any other, by the model 
 A reply may be a string, a dict or pydantic model (sent as JSON), or a `Fault` that the
 gateway raises as the matching provider error (timeout, rate limit, server error, ...).
 The built-in `scripted/schema` answers any structured request with a deterministic,
-schema-valid object, so every protocol can be dry-run with `--model scripted/schema`.
+schema-valid object, and a free-text request that asks for a last line `Answer: X` with a
+reply ending in an answer of that kind (and a `Confidence:` line if asked), so every protocol can be dry-run with
+`--model scripted/schema`.
 """
 
 from __future__ import annotations
@@ -17,18 +19,15 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+import re
 import threading
 from collections import deque
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pydantic import BaseModel
 
-
-# Where the current call happens (agent, phase, round, item_id), set by the engine for each call,
-# so a scripted model can answer as a function of who asks.
-CALL: ContextVar[dict] = ContextVar("debatekit_call", default={})
+from debatekit.answer_kinds import ANSWER_TEXT, LETTERS
 
 
 @dataclass
@@ -113,6 +112,11 @@ def register(name: str, replies: list[Reply] | None = None, fn: ReplyFn | None =
     return f"scripted/{name}"
 
 
+def is_registered(name: str) -> bool:
+    """Whether `scripted/NAME` can answer (registered, or built in like `schema`)."""
+    return name in _models
+
+
 def get(name: str) -> ScriptedModel:
     if name not in _models:
         raise KeyError(f"no scripted model named {name!r}; registered: {sorted(_models)}")
@@ -171,12 +175,47 @@ def schema_instance(schema: dict, rng: random.Random, defs: dict | None = None) 
     return text[: schema.get("maxLength", len(text))]
 
 
-def _schema_model(request: Request) -> Reply:
+def schema_reply(request: Request) -> Reply:
+    """The reply of `scripted/schema`: a schema-valid object, or free text (see `_free_text`)."""
     key = f"{request.prompt}|{request.params.get('seed')}"
     seed = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
     if request.schema is None:
-        return f"scripted reply {seed % 1000}"
+        return _free_text(request.prompt, random.Random(seed))
     return schema_instance(request.schema, random.Random(seed))
 
 
-register("schema", fn=_schema_model)
+_TAGS = re.compile(r"<(\w+)></\1>")
+_PROBABILITY = "`Probability: P`"
+
+
+def _free_text(prompt: str, rng: random.Random) -> str:
+    """A free-text reply: inside the last `<name></name>` section the prompt names (quote tags
+    aside), if any; with a `Probability: P` line when the prompt asks for one; and when it asks
+    for a last line `Answer: X` (the text answer format, worded as `answers.AnswerSpec.closing`
+    words it), ending with one that fits what X must be (a letter among the prompt's options,
+    `A) ...` or `A: ...` lines; yes/no; a number; a few words), then a line `Confidence: C`
+    (0.0-1.0) when the prompt asks for one."""
+    kinds = {said: kind for kind, (_, said) in ANSWER_TEXT.items()}
+    asked = re.findall(r"`Answer: X`, where X is (" + "|".join(map(re.escape, kinds)) + ")", prompt)
+    reply = f"scripted reply {rng.randint(0, 999)}"
+    tags = [t for t in _TAGS.findall(prompt) if not t.endswith("quote")]
+    if tags:
+        reply = f"<{tags[-1]}>{reply}</{tags[-1]}>"
+    if _PROBABILITY in prompt:
+        reply += f"\nProbability: {rng.choice(['0.6', '0.75', '0.9'])}"
+    if not asked:
+        return reply
+    kind = kinds[asked[-1]]
+    if kind == "choice":
+        value = rng.choice(re.findall(rf"^([{LETTERS}])[):] ", prompt, re.MULTILINE) or ["A"])
+    elif kind == "yesno":
+        value = rng.choice(["yes", "no"])
+    elif kind in ("integer", "number"):
+        value = str(rng.randint(0, 99))
+    else:
+        value = "scripted"
+    stated = f"\nConfidence: {rng.randint(0, 10) / 10}" if "`Confidence: C`" in prompt else ""
+    return f"{reply}\nAnswer: {value}{stated}"
+
+
+register("schema", fn=schema_reply)

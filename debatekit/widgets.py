@@ -5,7 +5,8 @@
 
 Pick a run and an item, step through rounds with the slider: each agent's answer and what
 it said (reasoning, critiques, scores: every field of its structured output), the round's
-protocol data, the debate's verdict, and two figures (the item's answers per round, the
+protocol data, the debate's verdict, the round's transcript (what each agent was shown and
+replied, `transcript`), and two figures (the item's answers per round, the
 run's score trajectory) follow the selection. The state is in traits (`run`, `item`,
 `round`), the shown content in `detail.value` and `figures`, so it is testable without a browser.
 """
@@ -17,10 +18,12 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-import ipywidgets as widgets
 import pandas as pd
 
-from debatekit import analysis, plots
+from debatekit import analysis, plots, transcript
+from debatekit.extras import need
+
+widgets = need("ipywidgets", "notebooks", "the explorer (debatekit.widgets)")
 
 HIDDEN_FIELDS = {"answer"}
 MAX_TEXT = 600
@@ -52,10 +55,12 @@ class Explorer(widgets.VBox):
         self.item_picker = widgets.Dropdown(description="item", layout={"width": "480px"})
         self.round_slider = widgets.IntSlider(min=1, max=1, value=1, description="round", continuous_update=False)
         self.detail = widgets.HTML()
+        self.transcript = widgets.HTML()
         self.item_plot, self.trajectory_plot = widgets.Output(), widgets.Output()
         self.figures: dict[str, Any] = {}
         self._trajectories: dict[str, pd.DataFrame] = {}
         super().__init__([widgets.HBox([self.run_picker, self.item_picker]), self.round_slider, self.detail,
+                          widgets.HTML("<b>transcript of this round</b>"), self.transcript,
                           widgets.HBox([self.item_plot, self.trajectory_plot])])
         self.run_picker.observe(self._on_run, "value")
         self.item_picker.observe(self._on_item, "value")
@@ -101,6 +106,8 @@ class Explorer(widgets.VBox):
         rounds = self.tables.rounds
         mine = rounds[rounds["debate_id"] == debate["debate_id"]]
         self.detail.value = self._detail_html(debate, mine[mine["round"] == r], r)
+        calls = transcript.entries(self._events(debate["run_id"]), debate["debate_id"])
+        self.transcript.value = transcript.as_html([e for e in calls if e.round == r])
         self.figures["item"] = plots.item_answers(mine, truth=_number(debate["truth"]), round_marker=r,
                                                   title=f"{debate['item_id']}: answers per round")
         trajectory = plots.score_trajectory(self._trajectory(debate["run_id"]), title="Run accuracy per round")
@@ -150,13 +157,19 @@ class Explorer(widgets.VBox):
         return ""
 
     def _records(self, run_id: str):
+        return self._folder_data(run_id, "debates")
+
+    def _events(self, run_id: str) -> list[dict]:
+        return self._folder_data(run_id, "events")
+
+    def _folder_data(self, run_id: str, what: str):
         from debatekit.trace import RunFolder
 
-        path = self.tables.runs.set_index("run_id").loc[run_id, "path"]
-        cache = self.__dict__.setdefault("_record_cache", {})
-        if run_id not in cache:
-            cache[run_id] = RunFolder(path).debates()
-        return cache[run_id]
+        cache = self.__dict__.setdefault("_folder_cache", {})
+        if (run_id, what) not in cache:
+            path = self.tables.runs.set_index("run_id").loc[run_id, "path"]
+            cache[(run_id, what)] = getattr(RunFolder(path), what)()
+        return cache[(run_id, what)]
 
 
 def _draw(out: widgets.Output, fig) -> None:

@@ -6,7 +6,7 @@ from typing import Literal
 from pydantic import BaseModel, Field
 
 from debatekit.budget import CHARS_PER_TOKEN, reply_tokens
-from debatekit.protocols.judge_refine import RefinedHypothesis, hypotheses_model, judge_model
+from debatekit.protocols.judge_refine import RefinedHypothesis, hypotheses_model, judge_schema
 
 
 def longest(schema: dict, defs: dict) -> object:
@@ -26,7 +26,7 @@ def longest(schema: dict, defs: dict) -> object:
 
 
 def test_the_longest_valid_reply_fits_the_budget():
-    for model in (hypotheses_model(5), RefinedHypothesis, judge_model([f"H{i}" for i in range(1, 16)])):
+    for model in (hypotheses_model(5), RefinedHypothesis, judge_schema([f"H{i}" for i in range(1, 16)])):
         schema = model.model_json_schema()
         text = json.dumps(longest(schema, schema.get("$defs", {})), indent=2)
         model.model_validate_json(text)  # the instance really is valid

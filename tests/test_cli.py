@@ -118,3 +118,46 @@ def test_no_per_round_accuracy_table_without_ground_truth(tmp_path, capsys):
                  "scripted/schema", "--out", str(tmp_path / "r"), "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "by round" not in out and "nan" not in out and "cross_critique" in out
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_ctrl_c_exits_at_once_while_the_local_engine_still_generates(monkeypatch, capsys, busy):
+    from debatekit import cli, local
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def hard_exit(status):
+        exits.append(status)
+        raise SystemExit(status)
+
+    exits = []
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    monkeypatch.setattr(local, "busy", lambda: busy)
+    monkeypatch.setattr(cli.os, "_exit", hard_exit)
+    if busy:
+        with pytest.raises(SystemExit):
+            main(["run", "single", "--dataset", "arithmetic"])
+        assert exits == [130]
+    else:
+        assert main(["run", "single", "--dataset", "arithmetic"]) == 130 and exits == []
+    assert "interrupted; finished items are kept" in capsys.readouterr().err
+
+
+def test_the_local_engine_counts_generations_still_running_on_its_threads(monkeypatch):
+    import threading
+
+    from debatekit import local
+
+    engine = local.Engine.__new__(local.Engine)
+    engine.in_flight, engine._count, release = 0, threading.Lock(), threading.Event()
+    engine._chat = lambda request: release.wait(5) and {"choices": []}
+    monkeypatch.setattr(local, "_engines", {"m": engine})
+    worker = threading.Thread(target=engine.chat, args=({},))
+    worker.start()
+    while not engine.in_flight:
+        release.wait(0.01)
+    assert local.busy()
+    release.set()
+    worker.join()
+    assert engine.in_flight == 0 and not local.busy()

@@ -25,7 +25,7 @@ def test_arithmetic_generator_has_exact_integer_truth():
 
 def test_shipped_arithmetic_dataset_is_the_seeded_generator_output():
     items, info = load("arithmetic")
-    assert info.items == 100 and [i.model_dump() for i in items] == arithmetic(100, seed=0)
+    assert info.items == 100 and [i.model_dump(exclude={"choices", "evidence"}) for i in items] == arithmetic(100, seed=0)
 
 
 @pytest.mark.parametrize("text, message", [

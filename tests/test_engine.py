@@ -1,12 +1,14 @@
 import asyncio
 
+import pytest
 from pydantic import BaseModel
 
-from debatekit import scripted
+from debatekit import registry, scripted
 from debatekit.datasets import Item
-from debatekit.engine import Debate, Limits, agreement, plateau
+from debatekit.engine import STOP_REASONS, Debate, Limits, Outcome, Phase, agreement, plateau, reply_budget
 from debatekit.gateway import Gateway
-from debatekit.schemas import RoundRecord
+from debatekit.runner import run
+from debatekit.schemas import RoundRecord, RunConfig
 
 ITEM = Item(id="i1", question="q?", answer=1)
 
@@ -131,9 +133,9 @@ def test_debate_writes_its_own_files_atomically(tmp_path):
 
 
 def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model_from):
-    from debatekit.gateway import _litellm
+    from debatekit.providers import litellm_module
 
-    _litellm()  # imported before the clock matters
+    litellm_module()  # imported before the clock matters
     d = debate(model_from(lambda req: scripted.Delayed(60 if req.agent == "slow" else 0.0, {"answer": 1})))
     q = [{"role": "user", "content": "q"}]
 
@@ -149,3 +151,125 @@ def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model
     assert not alone.ok and alone.completion.error_kind == "timeout" and not none_left.ok
     assert fast.ok and not slow.ok
     assert d.log == ["TIMEOUT: slow in p", "TIMEOUT: fast in p", "TIMEOUT: slow in g"]
+
+
+def _phases_debate(fire_after: str | None, fire_from: int = 1, max_rounds: int = 4, min_rounds: int = 1):
+    """A debate whose rounds are three phases; a stop rule fires after `fire_after` from round `fire_from`."""
+    d = Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d")
+    ran, state = [], {"phase": None, "round": 0}
+
+    def phase(name):
+        async def run(r):
+            ran.append((r, name))
+            state.update(phase=name, round=r)
+            if name == "record":
+                d.record_round(r, {"a": r})
+        return run
+
+    def rule(history):
+        return "converged" if state["phase"] == fire_after and state["round"] >= fire_from else None
+
+    reason = asyncio.run(d.rounds([Phase(phase("answer")), Phase(phase("critique"), when=lambda r: r < max_rounds),
+                                   Phase(phase("record"))], max_rounds, stop=[rule], min_rounds=min_rounds))
+    return reason, ran, d
+
+
+def test_a_stop_rule_skips_the_rounds_optional_phases_but_not_the_required_ones():
+    reason, ran, d = _phases_debate(fire_after="answer", fire_from=2)
+    assert reason == "converged" == d.stop_reason
+    assert ran == [(1, "answer"), (1, "critique"), (1, "record"), (2, "answer"), (2, "record")]
+    assert [r.round for r in d.history] == [1, 2]
+
+
+def test_an_optional_phase_runs_only_where_it_is_due():
+    reason, ran, _ = _phases_debate(fire_after=None, max_rounds=2)
+    assert reason == "max_rounds"
+    assert ran == [(1, "answer"), (1, "critique"), (1, "record"), (2, "answer"), (2, "record")]
+
+
+def test_stop_rules_are_not_asked_before_the_minimum_round():
+    reason, ran, d = _phases_debate(fire_after="critique", fire_from=1, min_rounds=3)
+    assert reason == "converged" and len(d.history) == 3
+    assert ran[-3:] == [(3, "answer"), (3, "critique"), (3, "record")]
+
+
+def test_the_engine_checks_the_budget_before_every_round_for_every_protocol():
+    d = Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d", limits=Limits(token_budget=10))
+    ran = []
+
+    async def spend(r):
+        ran.append(r)
+        d.usage.completion_tokens += 6
+
+    assert asyncio.run(d.rounds([Phase(spend), Phase(spend, when=lambda r: True)], 5)) == "budget"
+    assert ran == [1, 1] and d.limit_reached() == "budget"
+
+
+@pytest.mark.parametrize("declared, status", [({}, "failed"), ({"gave_up": "the agents gave up"}, "ok")])
+def test_a_debate_may_end_only_with_a_shared_or_declared_stop_reason(tmp_path, arithmetic_file, declared, status):
+    def factory():
+        async def solve(item, debate):
+            debate.stop_reason = "gave_up"
+            return Outcome(final_answer=1)
+
+        return solve
+
+    registry.protocol("_gives_up", stop_reasons=declared)(factory)
+    try:
+        result = run(RunConfig(protocol="_gives_up", dataset=str(arithmetic_file), limit=1, model="scripted/schema"),
+                     tmp_path / "run", progress=False)
+    finally:
+        registry._protocols.pop("_gives_up", None)
+    (debate,) = result.debates
+    assert debate.status == status and debate.stop_reason == "gave_up"
+    assert (debate.error or "").startswith("" if declared else "ProtocolError: protocol '_gives_up' ended a debate "
+                                           "with the undeclared stop reason 'gave_up'")
+    assert "gave_up" not in STOP_REASONS
+
+
+def test_max_tokens_come_from_the_ask_then_the_reply_schema_then_the_limits(model_from):
+    from typing import ClassVar
+
+    class Budgeted(Num):
+        max_reply_tokens: ClassVar[int] = 77
+
+    sent = []
+    model = model_from(lambda req: sent.append(req.params.get("max_tokens")) or {"answer": 1})
+    d = debate(model, limits=Limits(max_tokens=300))
+
+    async def go():
+        talk = [{"role": "user", "content": "q"}]
+        await d.ask("a", talk, Budgeted, phase="p1")
+        await d.ask("a", talk, Budgeted, phase="p2", max_tokens=55)
+        await d.ask("a", talk, Num, phase="p3")
+
+    asyncio.run(go())
+    assert sent == [77, 55, 300] and reply_budget(Budgeted) == 77 and reply_budget(None) is None
+
+
+def test_a_fault_outside_the_calls_stops_the_phase_and_leaves_no_unretrieved_task(model_from):
+    """A trace that cannot be written fails every call of the phase: gather raises the first
+    fault and retrieves the others, so asyncio reports no 'exception was never retrieved'."""
+    model = model_from(lambda req: {"answer": 1})
+
+    def full_disk(event):
+        raise OSError(28, "No space left on device")
+
+    d = Debate(ITEM, gateway=Gateway(backoff=0.001), model=model, run_id="r", debate_id="d",
+               limits=Limits(), on_event=full_disk)
+    reported = []
+
+    async def go():
+        asyncio.get_running_loop().set_exception_handler(lambda loop, context: reported.append(context))
+        try:
+            await d.gather(d.ask(f"a{i}", [{"role": "user", "content": "q"}], Num, phase="answer", round=1)
+                           for i in range(4))
+        except OSError as exc:
+            return exc
+        finally:
+            import gc
+
+            gc.collect()
+
+    assert "No space left" in str(asyncio.run(go()))
+    assert reported == []

@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("distributed")
 
 from debatekit import sweep  # noqa: E402
-from debatekit.executors_dask import DaskExecutor  # noqa: E402
+from debatekit.sweep.executors_dask import DaskExecutor  # noqa: E402
 
 from tests.dask_helpers import finish_or_die  # noqa: E402
 from tests.sweep_helpers import NOTEBOOK, scripted_grid  # noqa: E402

@@ -1,10 +1,13 @@
 import asyncio
 
+import pytest
+
 from pydantic import BaseModel
 
 from debatekit import scripted
 from debatekit.cache import ResponseCache
 from debatekit.gateway import Gateway
+from debatekit.protocols.answers import AnswerSpec, first_messages
 
 
 class Num(BaseModel):
@@ -130,6 +133,16 @@ def test_scripted_model_sees_schema_and_seed():
 def test_schema_model_makes_valid_output_for_any_schema():
     c = complete(Gateway(), "scripted/schema")
     assert c.ok and isinstance(c.parsed.answer, int)
+
+
+@pytest.mark.parametrize("kind, choices, allowed", [
+    ("choice", ("red", "green", "blue"), {"A", "B", "C"}), ("yesno", (), {"yes", "no"}), ("integer", (), None)])
+def test_schema_model_ends_a_free_text_reply_with_an_answer_of_the_asked_kind(kind, choices, allowed):
+    spec = AnswerSpec(kind=kind, format="text", choices=choices)
+    answers = {complete(Gateway(), "scripted/schema", first_messages(spec, f"q{i}?"), spec.output,
+                        seed=i).parsed.answer for i in range(12)}
+    assert answers <= allowed if allowed else all(isinstance(a, int) for a in answers)
+    assert len(answers) > 1  # drawn per prompt, not one constant
 
 
 def test_a_local_model_timeout_is_not_retried(monkeypatch):

@@ -38,7 +38,7 @@ def test_code_like_model_output_is_stored_verbatim_and_never_run(tmp_path):
 
     model = scripted.register("code-speaker", fn=reply)
     result = run(RunConfig(protocol="society_of_mind", dataset=str(dataset), model=model,
-                           params={"agents": 2, "rounds": 2}), tmp_path / "run", progress=False)
+                           params={"agents": 2, "rounds": 2, "answer_format": "json"}), tmp_path / "run", progress=False)
     tables = load_runs([result.path])
     round_metrics(tables)
     from debatekit.cli import summary_table

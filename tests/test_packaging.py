@@ -48,3 +48,35 @@ def test_an_installed_wheel_finds_its_shipped_datasets(wheel, tmp_path):
     assert folder == str(site / "debatekit" / "_datasets")
     assert names == sorted(p.stem for p in (ROOT / "datasets").glob("*.jsonl"))
     assert (site / "debatekit" / "_datasets" / "knowledge" / knowledge).is_dir()
+
+
+def test_pyproject_lists_every_package_folder():
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    folders = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "debatekit").rglob("__init__.py")
+               if "__pycache__" not in p.parts}
+    assert folders - listed == set(), "package folders missing from pyproject's package list"
+    assert listed - folders == {"debatekit._datasets"}, "pyproject lists packages that do not exist"
+
+
+def test_wheel_carries_the_public_benchmarks_with_their_licenses(wheel):
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert {f"debatekit/_datasets/{n}.jsonl" for n in ("gsm8k", "strategyqa", "commonsenseqa")} <= names
+    readme = archive.read("debatekit/_datasets/README.md").decode("utf-8")
+    assert all(s in readme for s in ("Cobbe", "Geva", "Talmor", "Aggarwal", "CDLA-Sharing-1.0", "MIT License"))
+    catalog = json.loads(archive.read("debatekit/_datasets/catalog.json"))
+    assert catalog["commonsenseqa"]["answer"].startswith("choice") and catalog["gsm8k"]["license"] == "MIT"
+
+
+def test_no_command_imports_the_cli_above_it():
+    import ast
+
+    for path in (ROOT / "debatekit" / "commands").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        imported |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+        assert "debatekit.cli" not in imported, f"{path.name} imports debatekit.cli"
+        assert not any(isinstance(n, ast.ImportFrom) and n.module == "debatekit" and
+                       any(a.name == "cli" for a in n.names) for n in ast.walk(tree)), path.name

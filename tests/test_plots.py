@@ -57,12 +57,15 @@ def configs():
 def test_accuracy_grid_with_baselines():
     c = configs()
     debates = c[c["protocol"] == "society_of_mind"]
-    matched = debates.assign(baseline_accuracy=[0.4, 0.55, 0.55, 0.55], baseline_budget=[100, 300, 300, 300])
+    matched = debates.assign(baseline_accuracy=[0.4, 0.55, 0.55, 0.55], baseline_budget=[100, 300, 300, 300],
+                             budget=debates["completion_tokens"])
     fig = plots.accuracy_grid(debates, single=c.iloc[4], matched=matched)
     by_name = {t.name: t for t in fig.data}
     assert list(by_name["agents=3"].x) == [1, 2] and list(by_name["agents=3"].y) == [0.5, 0.7]
     assert [round(v, 2) for v in by_name["agents=3"].error_y.array] == [0.2, 0.2]
     assert list(by_name["self-consistency at equal budget (agents=1)"].y) == [0.4, 0.55]
+    # the budget each side actually used: the baseline's and the debate's, per item
+    assert by_name["self-consistency at equal budget (agents=1)"].customdata.tolist() == [[100, 100], [300, 200]]
     assert list(by_name["single agent"].y) == [0.4, 0.4]
 
 

@@ -15,7 +15,9 @@ from tests.sweep_helpers import make_sweep
 def test_sweep_figures(tmp_path):
     data = sweep.load(make_sweep(tmp_path))
     figures = report.sweep_figures(data)
-    assert list(figures) == ["trajectory", "convergence", "accuracy", "cost", "flips"]
+    assert list(figures) == ["trajectory", "convergence", "accuracy", "paired", "cost", "flips"]
+    (paired,) = [t for t in figures["paired"].data if t.type == "scatter"]
+    assert "single" not in list(paired.y) and {"SoM a3 r2", "SC s3"} <= set(paired.y)  # each against single
     names = [t.name for t in figures["trajectory"].data]
     assert "agents=3 majority" in names and "agents=1 agent1" in names
     majority = next(t for t in figures["trajectory"].data if t.name == "agents=3 majority")
@@ -33,7 +35,7 @@ def test_report_html_is_self_contained_with_the_figure_data(tmp_path, capsys):
     assert get_plotlyjs()[:200] in page  # plotly.js inlined, no CDN
     rest = page.replace(get_plotlyjs(), "")
     assert "cdn.plot.ly" not in rest and "<script src=" not in rest and "https://" not in rest
-    assert page.count("Plotly.newPlot") == 5
+    assert page.count("Plotly.newPlot") == 6 and "Paired against single" in page
     assert '"name":"agents=3 majority"' in page and "Pareto front" in page
     assert "git commit" in page and "scripted/sweep-fixture" in page
     assert "plotly.js embedded" in capsys.readouterr().out
@@ -52,3 +54,18 @@ def test_notebook_html_draws_plotly_outputs(tmp_path):
 def test_report_of_a_folder_that_is_not_a_sweep(tmp_path, capsys):
     assert main(["report", str(tmp_path)]) == 2
     assert "not a sweep folder" in capsys.readouterr().err
+
+
+def test_baseline_roles_and_short_labels_come_from_the_protocol_spec():
+    import pandas as pd
+
+    from debatekit import registry
+
+    registry.protocol("_matched", baseline="equal_budget", short="M")(lambda: None)
+    try:
+        names = pd.Series(["single", "self_consistency", "society_of_mind", "_matched", "no_longer_registered"])
+        assert list(report._role(names)) == ["single", "equal_budget", "", "equal_budget", ""]
+        assert [report._config_label({"protocol": n}, ["protocol"]) for n in names] == [
+            "single", "SC", "SoM", "M", "no_longer_registered"]
+    finally:
+        registry._protocols.pop("_matched", None)

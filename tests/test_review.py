@@ -7,6 +7,7 @@ import pytest
 from debatekit import registry, review
 from debatekit.cli import main
 from debatekit.engine import Outcome
+from debatekit.protocols.cross_critique.review import review_lines
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
 
@@ -24,7 +25,7 @@ def escalating_protocol():
                            escalation_reason="odd answer" if odd else None)
         return run_one
 
-    registry.protocol("_escalate_odd")(factory)
+    registry.protocol("_escalate_odd", review=review_lines)(factory)
     yield "_escalate_odd"
     registry._protocols.pop("_escalate_odd", None)
 

@@ -84,7 +84,8 @@ def test_a_crashing_debate_is_recorded_as_failed_and_the_run_goes_on(tmp_path, a
     by_id = {d.item_id: d for d in result.debates}
     assert by_id["q2"].status == "failed" and "boom" in by_id["q2"].error
     assert by_id["q1"].correct and by_id["q3"].correct
-    assert result.summary["failed"] == 1 and result.summary["accuracy"] == pytest.approx(2 / 3)
+    # a crash is not the model's answer: counted in `failed`, left out of accuracy (not scored as wrong)
+    assert result.summary["failed"] == 1 and result.summary["accuracy"] == 1.0
 
 
 def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic_file, model_from):
@@ -97,10 +98,10 @@ def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic
 
 
 def test_call_timeout_defaults_by_model_and_is_recorded(tmp_path):
-    from debatekit.schemas import LOCAL_CALL_TIMEOUT, PROVIDER_CALL_TIMEOUT, call_timeout_for
+    from debatekit.gateway import policy
 
-    assert call_timeout_for("local/qwen2.5-coder-1.5b-instruct") == LOCAL_CALL_TIMEOUT == 900
-    assert call_timeout_for("openai/gpt-4o-mini") == PROVIDER_CALL_TIMEOUT == 120
+    assert policy("local/qwen2.5-coder-1.5b-instruct").call_timeout == 900
+    assert policy("openai/gpt-4o-mini").call_timeout == 120
     first = run(RunConfig(protocol="single", dataset="arithmetic", limit=1, model="scripted/schema"),
                 tmp_path / "a", progress=False)
     assert first.record.config.call_timeout == 120
@@ -111,3 +112,41 @@ def test_call_timeout_defaults_by_model_and_is_recorded(tmp_path):
     again = run(RunConfig(protocol="single", dataset="arithmetic", limit=1, model="scripted/schema"),
                 tmp_path / "a", resume=True, progress=False)
     assert again.record.run_id == first.record.run_id
+
+
+def test_every_field_a_protocol_decides_reaches_the_debate_record():
+    import asyncio
+
+    from debatekit.datasets import Item
+    from debatekit.engine import Debate, Outcome
+    from debatekit.gateway import Gateway
+    from debatekit.runner import _debate
+    from debatekit.schemas import DebateRecord, Verdict
+
+    decided = Outcome(final_answer=4, correct=False, score=0.25, converged=False, needs_human_review=True,
+                      escalation_reason="split", escalated_to="council", output={"why": ["a", "b"]})
+
+    async def solver(item, debate):
+        return decided
+
+    item = Item(id="i1", question="q?", answer=3)
+    debate = Debate(item, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d")
+    record = asyncio.run(_debate(solver, item, debate, "custom"))
+    assert {k: getattr(record, k) for k in Verdict.model_fields} == decided.model_dump()
+    assert set(Outcome.model_fields) == set(Verdict.model_fields) < set(DebateRecord.model_fields)
+    # what the runner derives when the protocol leaves it open: correctness against the truth, the score
+    record = asyncio.run(_debate(lambda item, debate: _outcome(Outcome(final_answer=3)), item, debate, "custom"))
+    assert (record.correct, record.score, record.escalated_to) == (True, 1.0, None)
+
+
+async def _outcome(outcome):
+    return outcome
+
+
+def test_a_run_without_a_model_resolves_the_default_once_and_records_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_MODEL", "scripted/schema")
+    config = RunConfig(protocol="single", dataset="arithmetic", limit=1)
+    assert config.run_model == "scripted/schema" and RunConfig(**{**config.model_dump(), "model": "x/y"}).run_model == "x/y"
+    result = run(config, tmp_path / "r", progress=False)
+    assert result.record.model == "scripted/schema" and result.record.config.call_timeout == 120
+    assert all(d.status == "ok" for d in result.debates)

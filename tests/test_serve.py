@@ -30,15 +30,20 @@ def test_an_api_base_reaches_the_run_config(tmp_path, monkeypatch):
                              api_base="http://127.0.0.1:1/v1", max_tokens=32, progress=False)
     config = result.record.config
     assert config.max_tokens == 32
-    assert config.model_options == {"scripted/schema": {"api_base": "http://127.0.0.1:1/v1"}}
+    assert config.api_base == "http://127.0.0.1:1/v1" and config.model_options == {}
     from debatekit.schemas import RunConfig
 
-    # an openai/ model with an api_base gets a placeholder key, never $OPENAI_API_KEY
-    seen = {}
-    monkeypatch.setattr("debatekit.runner.run", lambda config, *a, **k: seen.setdefault("config", config))
-    sweep.run_point("single", str(dataset), str(tmp_path / "run2"), model="openai/m", api_base="http://127.0.0.1:1/v1")
-    assert isinstance(seen["config"], RunConfig)
-    assert seen["config"].model_options == {"openai/m": {"api_base": "http://127.0.0.1:1/v1", "api_key": "none"}}
+    # a provider model with an api_base gets a placeholder key, never the provider's own key
+    from debatekit.runner import connection_options
+
+    monkeypatch.setattr("debatekit.runner.run", lambda config, *a, **k: config)
+    for model in ("openai/m", "anthropic/claude-x"):
+        config = sweep.run_point("single", str(dataset), str(tmp_path / "run2"), model=model,
+                                 api_base="http://127.0.0.1:1/v1")
+        assert isinstance(config, RunConfig)
+        assert connection_options(config) == {"api_base": "http://127.0.0.1:1/v1", "api_key": "none"}
+    local_config = RunConfig(protocol="single", dataset="arithmetic", model="local/x", api_base="http://127.0.0.1:1/v1")
+    assert connection_options(local_config) == {"api_base": "http://127.0.0.1:1/v1"}
 
 
 def _free_port() -> int:

@@ -2,13 +2,15 @@
 
 import pytest
 
+from debatekit import registry
 from debatekit.cli import main
+from debatekit.engine import Outcome
 from debatekit.commands.show import show
-from debatekit.protocols.judge_refine_report import trajectory_line
+from debatekit.protocols.judge_refine.report import trajectory_line
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
 from tests.conftest import answer
-from tests.protocols.test_judge_refine import REASONERS, hyp, scripted_debate, three_each
+from tests.protocols.judge_refine.test_protocol import REASONERS, hyp, scripted_debate, three_each
 
 
 @pytest.fixture
@@ -73,6 +75,32 @@ def test_other_protocols_get_the_generic_view(tmp_path, arithmetic_file, model_f
     assert "final answer: 10" in text and "truth: 10" in text and "correct: True" in text
     assert "stop reason: max_rounds  converged: False  rounds: 2" in text
     assert "usage: 4 calls" in text and "0 parse failures" in text
+
+
+@pytest.fixture
+def reporting_protocol():
+    """A protocol registered for the test only, with a per-debate report; its module defines no `report`."""
+    def debate_report(record, folder):
+        return f"OWN REPORT {record.item_id}: answer {record.final_answer}, folder {folder.name if folder else None}"
+
+    def factory():
+        async def run_one(item, debate):
+            debate.record_round(1, {"a": item.answer})
+            return Outcome(final_answer=item.answer)
+        return run_one
+
+    registry.protocol("_own_report", debate_report=debate_report)(factory)
+    yield "_own_report"
+    registry._protocols.pop("_own_report", None)
+
+
+def test_a_protocol_registered_with_a_debate_report_prints_it(tmp_path, arithmetic_file, reporting_protocol, capsys):
+    run(RunConfig(protocol=reporting_protocol, dataset=str(arithmetic_file), limit=2, model="scripted/schema"),
+        tmp_path / "own", progress=False)
+    assert main(["show", str(tmp_path / "own"), "q2"]) == 0
+    assert capsys.readouterr().out.strip() == "OWN REPORT q2: answer 20, folder None"
+    assert registry.get("judge_refine").debate_report is not None
+    assert registry.get("society_of_mind").debate_report is None
 
 
 def test_a_debate_whose_calls_all_failed_still_prints(tmp_path, model_from):

@@ -188,3 +188,19 @@ def test_a_sweep_prints_no_kernel_start_warnings_over_its_progress(tmp_path, mon
     assert [r.status for r in done.results] == ["complete"]
     err = capfd.readouterr().err
     assert "IPKernelApp" not in err and "without encryption" not in err, err[-1000:]
+
+
+def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
+    result = sweep.run_point("dynamics", "decisions", str(tmp_path / "dyn"), limit=1, model="scripted/schema",
+                             rounds=2, progress=False)
+    assert result.record.status == "complete" and result.record.config.params == {"max_rounds": 2}
+    (debate,) = result.debates
+    assert 1 <= len(debate.rounds) <= 2
+
+
+def test_a_points_rounds_for_a_protocol_without_rounds_is_named(tmp_path):
+    from debatekit.registry import ProtocolError
+
+    with pytest.raises(ProtocolError, match="rounds"):
+        sweep.run_point("single", "arithmetic", str(tmp_path / "s"), limit=1, model="scripted/schema", rounds=2,
+                        progress=False)

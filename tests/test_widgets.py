@@ -42,3 +42,14 @@ def test_explorer_switches_runs(tmp_path):
     assert e.round_slider.max == 1 and [t.name for t in e.figures["item"].data][0] == "agent1"
     trajectory = e.figures["trajectory"]
     assert {t.name for t in trajectory.data if t.mode == "lines+markers"} == {"agent1", "majority"}
+
+
+def test_explorer_transcript_follows_the_round(tmp_path):
+    e = explorer(tmp_path)
+    first = e.transcript.value
+    assert first.count("<b>agent") == 3 and "Other agents have answered" not in first
+    assert "agent2 thinks" in first and "answer: 11" in first  # agent2's reply and its answer, round 1
+    e.round_slider.value = 2
+    second = e.transcript.value
+    assert second.count("<b>agent") == 3 and "Other agents have answered" in second
+    assert "answer: 11" not in second

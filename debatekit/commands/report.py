@@ -15,8 +15,13 @@ def add(subparsers) -> dict:
 
 def run(args) -> int:
     from debatekit import report, sweep
+    from debatekit.extras import need
 
     path = Path(args.path)
+    if args.png:
+        need("kaleido", "notebooks", "--png")
+    need(*(("nbconvert", "notebooks", "a notebook report") if path.suffix == ".ipynb"
+           else ("pyarrow", "notebooks", "a sweep report")))
     if path.suffix == ".ipynb":
         if not path.exists():
             raise ValueError(f"notebook {path} does not exist")

@@ -1,36 +1,38 @@
-"""`debatekit show RUN_DIR [ITEM]`: one debate of a run, printed for reading.
+"""`debatekit show RUN_DIR [ITEM] [--transcript]`: one debate of a run, printed for reading.
 
-A protocol whose module defines `report(record, folder) -> str` prints its own report (for
+A protocol registered with `debate_report(record, folder) -> str` prints its own report (for
 judge_refine, the seed's report); any other protocol gets the generic view: rounds with each
 agent's answer and the round data, the outcome, the stop reason and the usage. Without ITEM,
-a one-line-per-item list of the run.
+a one-line-per-item list of the run. `--transcript` prints every call of the debate instead:
+the messages the agent was shown, its reply and the answer read from it (`debatekit.transcript`).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 from pathlib import Path
 from typing import Any, Callable
 
 from debatekit.schemas import DebateRecord
-from debatekit.trace import RunFolder, RunFolderError
+from debatekit.trace import RunFolder, RunFolderError, item_folder_name
 
 
 def add(subparsers) -> dict[str, Callable]:
     show = subparsers.add_parser("show", help="print one debate of a run (the protocol's report)")
     show.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (with run.json)")
     show.add_argument("item", metavar="ITEM", nargs="?", help="item id; omitted: list the run's items")
+    show.add_argument("--transcript", action="store_true",
+                      help="every message each agent was shown and what it replied, round by round")
     return {"show": cmd_show}
 
 
 def cmd_show(args) -> int:
-    print(show(args.run_dir, args.item))
+    print(show(args.run_dir, args.item, transcript=args.transcript))
     return 0
 
 
-def show(run_dir: str | Path, item: str | None = None) -> str:
-    """The text `debatekit show` prints.
+def show(run_dir: str | Path, item: str | None = None, transcript: bool = False) -> str:
+    """The text `debatekit show` prints (with `transcript`, the debate's calls in full).
 
     Raises:
         RunFolderError: not a run folder, or no debate for `item` in it.
@@ -45,7 +47,14 @@ def show(run_dir: str | Path, item: str | None = None) -> str:
         ids = ", ".join(list(debates)[:10]) or "none"
         raise RunFolderError(f"no debate for item {item!r} in {folder.path}; items: {ids}")
     record = debates[item]
-    item_folder = folder.path / "items" / _safe_name(item)
+    if transcript:
+        from debatekit import transcript as calls
+
+        head = f"{record.protocol} · item {record.item_id} · debate {record.debate_id} · transcript\n"
+        return head + calls.as_text(calls.entries(folder.events(), record.debate_id)) + (
+            f"\n\nfinal answer: {_short(record.final_answer)}  truth: {_short(record.truth)}  "
+            f"correct: {_cell(record.correct)}")
+    item_folder = folder.path / "items" / item_folder_name(item)
     custom = protocol_report(record.protocol)
     if custom is not None and record.status == "ok":
         return custom(record, item_folder if item_folder.is_dir() else None)
@@ -53,14 +62,11 @@ def show(run_dir: str | Path, item: str | None = None) -> str:
 
 
 def protocol_report(name: str) -> Callable | None:
-    """The `report(record, folder)` function of a protocol's module, if it has one."""
+    """The protocol's registered `debate_report(record, folder)`, if it has one (None for an unknown protocol)."""
     from debatekit import registry
 
-    try:
-        module = importlib.import_module(registry.get(name).factory.__module__)
-    except (registry.ProtocolError, ImportError):
-        return None
-    return getattr(module, "report", None)
+    spec = registry.find(name)
+    return spec.debate_report if spec else None
 
 
 def item_list(debates: list[DebateRecord]) -> str:
@@ -108,7 +114,3 @@ def _short(value: Any, limit: int = 160) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _safe_name(item_id: str) -> str:  # as the runner names item folders
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in item_id)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 
 
@@ -19,11 +20,13 @@ def add(subparsers) -> dict:
     p.add_argument("--cell-timeout", type=float, help="seconds a notebook cell may run")
     p.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--yes", action="store_true", help="start a large grid (over 200 points to run) without asking")
     return {"sweep": run}
 
 
 def run(args) -> int:
-    from debatekit import sweep
+    from debatekit import signals, sweep
+    from debatekit.sweep.guard import announce
 
     if args.workers < 1:
         raise ValueError(f"--workers must be at least 1, got {args.workers}")
@@ -31,11 +34,18 @@ def run(args) -> int:
         raise ValueError("--scheduler needs --executor dask")
     executor = args.executor
     if args.executor == "dask":
-        from debatekit.executors_dask import DaskExecutor
+        from debatekit.sweep.executors_dask import DaskExecutor
 
         executor = DaskExecutor(args.workers, scheduler=args.scheduler)
-    result = sweep.run_sweep(args.notebook, args.grid, args.out, workers=args.workers, executor=executor,
-                             progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout)
+    confirm = functools.partial(announce, yes=args.yes)
+    try:
+        result = sweep.run_sweep(args.notebook, args.grid, args.out, workers=args.workers, executor=executor,
+                                 progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout,
+                                 confirm=confirm)
+    except KeyboardInterrupt as exc:
+        print(f"debatekit: sweep stopped; complete points are kept in {args.out}: run the same `debatekit sweep` "
+              "command again to finish the rest", file=sys.stderr)
+        return signals.exit_status(exc)
     counts = {s: sum(r.status == s for r in result.results) for s in ("complete", "skipped", "failed")}
     print(f"{len(result.points)} points: {counts['complete']} run, {counts['skipped']} skipped (complete), "
           f"{counts['failed']} failed; {len(result.summary)} rows in {result.path}/summary.parquet")

@@ -8,18 +8,18 @@ from pydantic import Field
 
 from debatekit.engine import Outcome
 from debatekit.metrics import agreement_rate, majority
-from debatekit.protocols.answers import AnswerKind, answer_model, persona_system, question_prompt
+from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
 from debatekit.registry import protocol
 
 
-@protocol("single")
-def single(temperature: float = 0.7, answer: AnswerKind = "auto", persona: str | None = None):
+@protocol("single", baseline="single")
+def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
+           persona: str | None = None):
     """One agent answers once."""
 
     async def run(item, debate):
-        messages = [{"role": "system", "content": persona_system(persona)},
-                    {"role": "user", "content": question_prompt(item.question)}]
-        turn = await debate.ask("agent1", messages, answer_model(answer, item.answer),
+        spec = spec_for(item, answer, answer_format)
+        turn = await debate.ask("agent1", first_messages(spec, item.question, persona), spec.output,
                                 phase="answer", round=1, temperature=temperature)
         final = turn.parsed.answer if turn.ok else None
         debate.record_round(1, {"agent1": final})
@@ -29,15 +29,14 @@ def single(temperature: float = 0.7, answer: AnswerKind = "auto", persona: str |
     return run
 
 
-@protocol("self_consistency")
+@protocol("self_consistency", baseline="equal_budget", short="SC")
 def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: float = 0.7,
-                     answer: AnswerKind = "auto"):
+                     answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT):
     """k independent samples of one agent, majority vote (Wang et al. 2022)."""
 
     async def run(item, debate):
-        messages = [{"role": "system", "content": persona_system(None)},
-                    {"role": "user", "content": question_prompt(item.question)}]
-        model = answer_model(answer, item.answer)
+        spec = spec_for(item, answer, answer_format)
+        messages, model = first_messages(spec, item.question), spec.output
         turns = await debate.gather(
             debate.ask(f"sample{k + 1}", messages, model, phase="answer", round=1,
                        temperature=temperature, sample=k) for k in range(samples))

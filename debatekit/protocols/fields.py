@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field
@@ -14,3 +15,26 @@ def _from_percent(value: Any) -> Any:
 
 Probability = Annotated[float, Field(ge=0, le=1), BeforeValidator(_from_percent)]
 """A 0-1 confidence; 1 < x <= 100 is read as a percent, anything else out of range is an error."""
+
+
+def as_probability(value: Any) -> float | None:
+    """A 0-1 confidence read leniently, or None when there is none to read.
+
+    Numbers and numeric strings are taken as they are when in [0, 1] and as percents when in
+    (1, 100]; a string ending in `%` is a percent. Anything else (text, a bool, a value out of
+    range) is None, for the caller to treat as "no confidence given".
+    """
+    if isinstance(value, str):
+        text = value.strip()
+        percent = text.endswith("%")
+        try:
+            value = float(text.rstrip("%").strip())
+        except ValueError:
+            return None
+        if percent:
+            value /= 100
+            return value if 0 <= value <= 1 else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
+        return None
+    value = _from_percent(float(value))
+    return value if 0 <= value <= 1 else None

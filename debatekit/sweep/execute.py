@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
@@ -12,21 +13,13 @@ from typing import Any, Callable, Iterator, Protocol
 
 import pandas as pd
 
+from debatekit.extras import need
+from debatekit.signals import stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
+from debatekit.sweep.guard import check_points, estimate_seconds
 from debatekit.sweep.point import is_complete_sidecar, stamp
+from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
-
-
-@dataclass
-class PointResult:
-    point_id: str
-    status: str  # complete | skipped | failed
-    notebook: str
-    error: str | None = None
-    cell: int | None = None
-    cell_source: str | None = None
-    attempts: int = 0
-    wall_s: float = 0.0
 
 
 @dataclass
@@ -58,15 +51,27 @@ class LocalExecutor:
 
         if not tasks:
             return
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                 mp_context=multiprocessing.get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
+                                   mp_context=multiprocessing.get_context("spawn"), initializer=_leave_sigint)
+        try:
             for future in as_completed([pool.submit(fn, t) for t in tasks]):
                 yield future.result()
+        except BaseException:  # Ctrl-C, SIGTERM: queued points are dropped, running ones (and kernels) ended
+            workers = list(getattr(pool, "_processes", None) or {})
+            pool.shutdown(wait=False, cancel_futures=True)
+            stop_process_tree(workers)
+            raise
+        pool.shutdown()
+
+
+def _leave_sigint() -> None:
+    """Workers ignore the terminal's Ctrl-C: the sweep process decides, and ends them with their kernels."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _dask_executor(workers: int = 1) -> Executor:
-    """A LocalCluster of `workers` processes (debatekit.executors_dask; needs `debatekit[dask]`)."""
-    from debatekit.executors_dask import DaskExecutor
+    """A LocalCluster of `workers` processes (debatekit.sweep.executors_dask; needs `debatekit[dask]`)."""
+    from debatekit.sweep.executors_dask import DaskExecutor
 
     return DaskExecutor(workers)
 
@@ -109,7 +114,8 @@ def is_complete(out: Path | str, point: Point) -> bool:
 
 def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
               executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
-              cell_timeout: float | None = None) -> SweepResult:
+              cell_timeout: float | None = None,
+              confirm: Callable[[int, int, float], bool] | None = None) -> SweepResult:
     """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
 
     Args:
@@ -121,17 +127,22 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             for a running scheduler) or any object with `map_unordered(fn, tasks)`.
         kernel_name: Jupyter kernel (default: the notebook's).
         cell_timeout: seconds a cell may run (default: no limit).
+        confirm: called with (points to run, points complete, estimated seconds) once every point
+            is checked and before any runs; False ends the sweep with a SweepError, nothing started.
 
     Returns:
         The points, one `PointResult` each (failed ones carry the failing cell), and the summary table.
     """
     from tqdm.auto import tqdm
 
+    need("papermill", "notebooks", "debatekit sweep")
+    need("pyarrow", "notebooks", "debatekit sweep")
     notebook, out = Path(notebook), Path(out)
     if not notebook.exists():
         raise SweepError(f"notebook {notebook} does not exist")
     grid_data = grid if isinstance(grid, dict) else load_grid(grid)
     points = expand_grid(grid_data)
+    check_points(points)
     declared = notebook_parameters(notebook)
     missing = {"out_dir", "summary_path"} - declared
     if missing:
@@ -146,6 +157,8 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),
                           "point_id": point.id, "point_hash": point.digest, "parameters": args,
                           "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout})
+    if confirm is not None and not confirm(len(tasks), len(results), estimate_seconds(out, len(tasks), workers)):
+        raise SweepError(f"sweep not started: {len(tasks)} points not confirmed (--yes starts without asking)")
     write_meta(out, notebook, grid_data, points)
     runner = EXECUTORS[executor](workers) if isinstance(executor, str) else executor
     bar = tqdm(total=len(points), initial=len(results), desc="sweep", unit="point", disable=not progress)

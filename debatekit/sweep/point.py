@@ -12,35 +12,31 @@ SIDECAR_VERSION = 1
 
 
 def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = None, model: str | None = None,
-              seed: int = 0, concurrency: int = 4, call_timeout: float | None = None, progress: bool = True,
-              api_base: str | None = None, model_options: dict | None = None, max_tokens: int | None = None,
-              **params):
+              seed: int = 0, seeds: int = 1, concurrency: int = 4, call_timeout: float | None = None,
+              progress: bool = True, api_base: str | None = None, api_key_env: str | None = None,
+              model_options: dict | None = None, max_tokens: int | None = None, **params):
     """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
 
-    `params` are protocol parameters; None values mean "the protocol's default". A non-None
-    parameter the protocol does not have is an error. `api_base` (and any other litellm
-    arguments in `model_options`) go with `model`, e.g. an OpenAI-compatible server such as
-    `debatekit serve`; an `openai/` model with an `api_base` and no `api_key` gets a placeholder
-    key (never $OPENAI_API_KEY).
+    `params` are protocol parameters; None values mean "the protocol's default". `rounds` and
+    `agents` mean what `debatekit run --rounds/--agents` mean (dynamics: `rounds` is `max_rounds`).
+    A non-None parameter the protocol does not have is an error. `seeds` runs each item under that many
+    seeds. `api_base` and `api_key_env` (the name of the variable holding the key) go with
+    `model`, e.g. an OpenAI-compatible server such as `debatekit serve` (see `RunConfig`);
+    other litellm arguments go in `model_options`.
     """
     from debatekit import registry
-    from debatekit.gateway import default_model
     from debatekit.runner import run
     from debatekit.schemas import RunConfig
 
-    given = {k: v for k, v in params.items() if v is not None}
     spec = registry.get(protocol)
+    given = spec.generic({k: v for k, v in params.items() if v is not None})
     spec.validate(given)
-    options = dict(model_options or {})
-    if api_base:
-        options["api_base"] = api_base
-        if (model or "").startswith("openai/") and "api_key" not in options:
-            # the OpenAI client insists on a key; never send $OPENAI_API_KEY to another server
-            options["api_key"] = "none"
     extra = {"max_tokens": max_tokens} if max_tokens else {}
     config = RunConfig(protocol=protocol, dataset=dataset, limit=limit, model=model, params=given, seed=seed,
-                       concurrency=concurrency, call_timeout=call_timeout, **extra,
-                       model_options={model or default_model(): options} if options else {})
+                       seeds=seeds, concurrency=concurrency, call_timeout=call_timeout, api_base=api_base,
+                       api_key_env=api_key_env, **extra)
+    if model_options:
+        config = config.model_copy(update={"model_options": {config.run_model: model_options}})
     return run(config, out_dir, resume=True, progress=progress)
 
 

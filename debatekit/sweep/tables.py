@@ -43,6 +43,8 @@ def collect(out: Path | str) -> pd.DataFrame:
                    "seed": side["seed"], "config_hash": side["config_hash"],
                    "debatekit_version": side["debatekit_version"], "git_commit": side["git_commit"]}
         debates = tables.debates.drop(columns=["protocol", "model", "config_hash"], errors="ignore")
+        if "seed" in debates:  # each debate's own seed (a point may run several)
+            columns.pop("seed")
         summary.append(debates.assign(**_no_clash(columns, debates)))
         keep = {k: v for k, v in columns.items() if k in ("point_id", "protocol", "seed", *params)}
         rounds.append(tables.rounds.assign(**_no_clash(keep, tables.rounds)))

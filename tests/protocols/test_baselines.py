@@ -1,3 +1,5 @@
+import json
+
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
 from tests.conftest import answer
@@ -19,3 +21,15 @@ def test_self_consistency_takes_the_majority_of_k_samples(tmp_path, arithmetic_f
     assert d.usage.calls == 5 and d.final_answer == 10 and d.correct
     assert list(d.rounds[0].answers.values()) == [99, 10, 10, 99, 10]
     assert d.output["agreement"] == 0.6
+
+
+def test_a_boolean_truth_is_the_yes_or_no_of_a_yes_no_answer(tmp_path, model_from):
+    rows = [{"id": "t", "question": "Is water wet?", "answer": True},
+            {"id": "f", "question": "Is fire cold?", "answer": False}]
+    path = tmp_path / "bools.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    model = model_from(lambda req: "Thinking it over.\nAnswer: yes")
+    result = run(RunConfig(protocol="single", dataset=str(path), model=model), tmp_path / "r", progress=False)
+    by_id = {d.item_id: d for d in result.debates}
+    assert by_id["t"].final_answer == "yes" and by_id["t"].correct is True
+    assert by_id["f"].final_answer == "yes" and by_id["f"].correct is False

@@ -47,7 +47,7 @@ def test_revision_prompt_shows_the_other_agents_answers(tmp_path, arithmetic_fil
 
     model = model_from(fn)
     run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model,
-                  params={"rounds": 2}), tmp_path / "run", progress=False)
+                  params={"rounds": 2, "answer_format": "json"}), tmp_path / "run", progress=False)
     revise = seen[(2, "agent1")]
     assert [m["role"] for m in revise] == ["system", "user", "assistant", "user"]
     assert "Answer: 8" in revise[-1]["content"] and "Answer: 9" in revise[-1]["content"]
@@ -81,3 +81,52 @@ def test_an_agent_that_returns_garbage_is_dropped_not_fatal(tmp_path, arithmetic
     assert debate.status == "ok" and debate.final_answer == 10
     assert debate.rounds[0].answers["agent3"] is None and debate.usage.parse_failures == 2
     assert result.summary["parse_failures"] == 2
+
+
+def test_agents_by_name_with_a_model_for_some_of_them(tmp_path, arithmetic_file, model_from):
+    served, seen = {}, {}
+
+    def by(model):
+        def fn(req):
+            served.setdefault(model, set()).add(req.agent)
+            seen[(req.round, req.agent)] = req.messages[-1]["content"]
+            return answer({"ann": 10, "bob": 11, "cy": 12}[req.agent])
+        return fn
+
+    default, special = model_from(by("default")), model_from(by("special"))
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=default,
+                           params={"agents": ["ann", "bob", "cy"], "rounds": 2, "models": {"bob": special},
+                                   "answer_format": "json"}),
+                 tmp_path / "run", progress=False)
+    (debate,) = result.debates
+    assert [r.answers for r in debate.rounds] == [{"ann": 10, "bob": 11, "cy": 12}] * 2
+    assert served == {"default": {"ann", "cy"}, "special": {"bob"}}
+    assert "Answer: 11" in seen[(2, "ann")] and "Answer: 12" in seen[(2, "ann")]
+    assert "Answer: 10" not in seen[(2, "ann")]
+
+
+def test_a_count_of_agents_still_works_without_a_warning(tmp_path, arithmetic_file, model_from):
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1,
+                               model=model_from(lambda req: answer(10)), params={"agents": 2, "models": []}),
+                     tmp_path / "run", progress=False)
+    assert list(result.debates[0].rounds[0].answers) == ["agent1", "agent2"]
+
+
+def test_bad_agent_names_and_stray_models_are_one_line_errors(tmp_path, arithmetic_file, capsys):
+    from debatekit.cli import main
+
+    for setting, message in ((["agents=[ann, ann]"], "give a count of agents or 1 to 16 distinct, non-blank"),
+                             (["agents=[ann, bob]", "models={cy: scripted/schema}"],
+                              "models given for 'cy', not among agents ['ann', 'bob']"),
+                             (["agents=[]"], "parameter 'agents': Value error, give a count of agents or"),
+                             (["models=openai/x"], "parameter 'models': Value error, give {agent name: model}"),
+                             (["agents=17"], "a count of agents must be 1 to 16, got 17")):
+        args = [a for s in setting for a in ("--set", s)]
+        assert main(["run", "society_of_mind", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
+                     "--out", str(tmp_path / "r"), "--quiet", *args]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("debatekit: error:") and message in err, err

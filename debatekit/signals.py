@@ -1,0 +1,135 @@
+"""Stopping cleanly: SIGTERM (a batch scheduler's stop, `kill PID`) is handled like Ctrl-C.
+
+`debatekit` installs `on_sigterm` for every command: the signal raises `Terminated`, a
+`KeyboardInterrupt`, so every path that saves work on Ctrl-C saves it on SIGTERM too, and the
+command exits 143 instead of 130. `stop_process_tree` ends worker processes and everything they
+started (a sweep point's Jupyter kernel runs in its own session, out of reach of the terminal's
+Ctrl-C), so that no process is left behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import threading
+import time
+from pathlib import Path
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM arrived; handled wherever Ctrl-C is."""
+
+
+def on_sigterm(signum, frame) -> None:
+    """Signal handler: raise `Terminated` in the main thread."""
+    raise Terminated()
+
+
+def install() -> None:
+    """Handle SIGTERM like SIGINT (only the main thread can: elsewhere this does nothing)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, on_sigterm)
+
+
+class SigtermCancels:
+    """While a coroutine runs, SIGTERM cancels its task, as `asyncio.run` does on Ctrl-C (raising
+    `Terminated` at an arbitrary point of the loop would leave tasks with unretrieved errors).
+
+    Outside the main thread (a notebook's run thread) it does nothing.
+    """
+
+    def __init__(self):
+        self.fired = False
+        self._loop, self._task, self._previous = None, asyncio.current_task(), signal.getsignal(signal.SIGTERM)
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._fire)
+            self._loop = asyncio.get_running_loop()
+        except (ValueError, RuntimeError, NotImplementedError):
+            pass
+
+    def _fire(self) -> None:
+        self.fired = True
+        if self._task is not None:
+            self._task.cancel()
+
+    def close(self) -> None:
+        """Give SIGTERM back to the handler it had before."""
+        if self._loop is not None:
+            self._loop.remove_signal_handler(signal.SIGTERM)
+            signal.signal(signal.SIGTERM, self._previous)
+            self._loop = None
+
+
+def exit_status(exc: KeyboardInterrupt) -> int:
+    """128 + the signal: 143 for SIGTERM, 130 for SIGINT."""
+    return 128 + (signal.SIGTERM if isinstance(exc, Terminated) else signal.SIGINT)
+
+
+def stop_reason(exc: BaseException, sigterm: bool = False) -> str:
+    """What stopped a run, for run.json (`sigterm`: a `SigtermCancels` fired)."""
+    if sigterm or isinstance(exc, Terminated):
+        return "stopped by SIGTERM"
+    if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "CancelledError":
+        return "stopped by SIGINT (Ctrl-C)"
+    if isinstance(exc, OSError):  # a failed write: its message names the file
+        return str(exc)
+    return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), read from /proc; [] elsewhere."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        ppid = int(text.rsplit(")", 1)[1].split()[1])
+        children.setdefault(ppid, []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def stop_process_tree(pids: list[int], grace: float = 3.0) -> None:
+    """SIGTERM `pids` and all their descendants, then SIGKILL what is left after `grace` seconds."""
+    shielded = threading.current_thread() is threading.main_thread()
+    if shielded:  # a second Ctrl-C must not cut the clean-up short and leave kernels behind
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        victims = list(dict.fromkeys([p for pid in pids for p in (pid, *descendants(pid))]))
+        for pid in victims:
+            _send(pid, signal.SIGTERM)
+        _wait_gone(victims, grace)
+        for pid in victims:
+            _send(pid, signal.SIGKILL)
+        _wait_gone(victims, grace)
+    finally:
+        if shielded:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+
+def _wait_gone(pids: list[int], seconds: float) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline and any(_alive(pid) for pid in pids):
+        time.sleep(0.05)
+
+
+def _send(pid: int, sig: int) -> None:
+    try:
+        os.kill(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -1,0 +1,92 @@
+"""Checks before a sweep starts any kernel: every point's protocol parameters, and the size of the grid.
+
+A wrong value (`agents: three`, an unknown parameter or protocol) fails the whole sweep at once,
+naming the point, instead of after a kernel has started for each point. A grid of more than
+`LARGE` points to run says how many and roughly how long first, and asks before starting when
+stdin is a terminal (`--yes` skips the question).
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Callable
+
+from debatekit.sweep.grid import Point, SweepError
+
+LARGE = 200
+"""Points to run above which `debatekit sweep` asks before starting (at a terminal)."""
+SECONDS_PER_POINT = 4.0
+"""A point's least cost when no finished point tells better: a Jupyter kernel starts, runs, stops."""
+NOTEBOOK_ALIASES = {"timeout"}
+"""Notebook parameters that run_debate.ipynb passes to `run_point` under another name (call_timeout)."""
+
+
+def check_points(points: list[Point]) -> None:
+    """Validate the protocol parameters of every point that names a protocol.
+
+    Raises:
+        SweepError: the first point with an unknown protocol, an unknown parameter or a wrong value.
+    """
+    from debatekit import registry
+
+    run_keys = _run_keys()
+    checked = set()
+    for point in points:
+        params = dict(point.parameters)
+        if "protocol" not in params:
+            continue
+        protocol = params.pop("protocol")
+        given = {k: v for k, v in params.items() if k not in run_keys | {"thresholds", "extra"}}
+        for nested in ("thresholds", "extra"):
+            if isinstance(params.get(nested), dict):
+                given.update(params[nested])
+        given = {k: v for k, v in given.items() if v is not None}
+        key = json.dumps([protocol, given], sort_keys=True, default=str)
+        if key in checked:  # points that differ only in run settings (seed, dataset) are checked once
+            continue
+        checked.add(key)
+        try:
+            spec = registry.get(str(protocol))
+            spec.validate(spec.generic(given))
+        except registry.ProtocolError as exc:
+            raise SweepError(f"point {point.id}: {exc}") from exc
+
+
+def _run_keys() -> set[str]:
+    """Parameters of `run_point` itself; the rest of a point (and its `thresholds`, `extra`) are the protocol's."""
+    from debatekit.sweep.point import run_point
+
+    named = inspect.signature(run_point).parameters.values()
+    return {p.name for p in named if p.kind is not inspect.Parameter.VAR_KEYWORD} | NOTEBOOK_ALIASES
+
+
+def estimate_seconds(out: Path, to_run: int, workers: int) -> float:
+    """Rough wall time of `to_run` points: the median run time of points already complete in `out`
+    (from their sidecars), else SECONDS_PER_POINT, over `workers` at once."""
+    times = []
+    for sidecar in out.glob("*.json"):
+        try:
+            wall = json.loads(sidecar.read_text(encoding="utf-8")).get("summary", {}).get("wall_s")
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(wall, (int, float)):
+            times.append(wall + SECONDS_PER_POINT)
+    per_point = statistics.median(times) if times else SECONDS_PER_POINT
+    return per_point * to_run / max(1, workers)
+
+
+def announce(to_run: int, skipped: int, seconds: float, *, yes: bool = False,
+             ask: Callable[[str], str] | None = None, interactive: bool | None = None) -> bool:
+    """Print the size of the sweep; over LARGE points at a terminal, ask unless `yes`. True: go ahead."""
+    hours = f"{seconds / 3600:.1f} h" if seconds >= 3600 else (
+        f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
+    print(f"sweep: {to_run} points to run ({skipped} already complete); roughly {hours}",
+          file=sys.stderr)
+    interactive = sys.stdin.isatty() if interactive is None else interactive
+    if to_run <= LARGE or yes or not interactive:
+        return True
+    return (ask or input)(f"start {to_run} points? [y/N] ").strip().lower() in ("y", "yes")

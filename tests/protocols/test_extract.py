@@ -1,0 +1,184 @@
+"""The free-text answer extractors on tables of replies as models write them.
+
+`MODEL_REPLIES` holds replies of the embedded model (qwen2.5-coder-1.5b-instruct) copied verbatim
+from the committed runs `results/examples/*-single-text/events.jsonl`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from debatekit.protocols.extract import extract, labelled
+
+INTEGER = [
+    ("Answer: 18", 18),
+    ("She sells 9 eggs and makes 9 * 2 = $18.\nAnswer: $18", 18),
+    ("Total = 1,250 + 250 = 1,500\nAnswer: 1,500", 1500),
+    ("The answer is 42.", 42),
+    ("So the final answer is $3,000.", 3000),
+    ("Step 1: 3 + 4 = 7\nStep 2: 7 * 2 = 14\nAnswer: 14 dollars", 14),
+    ("**Answer:** 70000", 70000),
+    ("Answer: -15", -15),
+    ("3*4=12, 5*6=30; 1+12=13, 13+2=15, 15-30=-15\nAnswer: -15", -15),
+    ("He runs 3 sprints 3 times a week, 60 meters each: 3*3*60 = 540 meters.", 540),
+    ("Answer: 20.00", 20),
+    ("Answer: 2.5", 2.5),
+    ("Final answer: 64", 64),
+    ("The answer is: 5", 5),
+    ("Answer = 460", 460),
+    ("We need 10 - 4 = 6 more.\n\nAnswer: 6\n\nThis is because 10 minus 4 is 6.", 6),
+    ("The total cost is $\\boxed{260}$.", 260),
+    ("answer: 1000000", 1000000),
+    ("Answer: The farm has 35 animals.", 35),
+    ("Answer: 12 (the number of hours)", 12),
+    ("The answer is 7 apples, since 12 - 5 = 7.\nAnswer: 7", 7),
+    ("To answer this we add 2 and 3 to get 5.", 5),
+    ("Janet has 16 eggs. 16 - 3 - 4 = 9. 9 * $2 = $18.", 18),
+    ("The result is 1,234,567.", 1234567),
+    ("Answer:\n45", 45),
+    ("I cannot determine the answer from the information given.", None),
+    ("Answer: unknown", None),
+    ("", None),
+    ("Each box holds 24. 24 * 5 = 120 in total.\nAnswer: 120 cookies.", 120),
+    ("Answer: 0", 0),
+]
+
+YESNO = [
+    ("Answer: yes", "yes"),
+    ("Answer: No", "no"),
+    ("The answer is no.", "no"),
+    ("**Answer:** Yes", "yes"),
+    ("Answer: yes, because the Albany in New York is larger.", "yes"),
+    ("Answer: no - it never happened.", "no"),
+    ("Answer: True", "yes"),
+    ("Answer: False", "no"),
+    ("Final answer: NO", "no"),
+    ("So the answer is yes.", "yes"),
+    ("Yes, it could: the facts agree.\nAnswer: yes", "yes"),
+    ("No fish can live there... but some do.\nAnswer: yes", "yes"),
+    ("Is it possible? No. The numbers do not add up, so no.", "no"),
+    ("At first I thought yes, but the population is smaller, so no.", "no"),
+    ("Step 1: Albany GA has 75,000 people.\nStep 2: Albany NY has 100,000.\nTherefore, no.", "no"),
+    ("The answer: yes", "yes"),
+    ("answer:no", "no"),
+    ("Answer:\nYes", "yes"),
+    ("It is not known for sure.", None),
+    ("Answer: maybe", None),
+    ("", None),
+    ("Nobody knows. Yesterday it rained.", None),
+    ("The answer is yes; there is no doubt.", "yes"),
+    ("Answer: Yes.\n\nExplanation: no one disputes it.", "yes"),
+    ("I would say yes.", "yes"),
+    ("Hmm, no.", "no"),
+    ("**No.** The Great Wall is not visible from the Moon.", "no"),
+    ("Yes! Answer: no", "no"),
+    ("The answer is No, since the dates do not overlap.", "no"),
+    ("Answer: **yes**", "yes"),
+]
+
+CHOICES = ["greedy", "worry", "have knowledge", "take charge", "boss"]
+CHOICE = [
+    ("Answer: C", "C"),
+    ("Answer: (C)", "C"),
+    ("Answer: C) have knowledge", "C"),
+    ("Answer: C. have knowledge", "C"),
+    ("The answer is C.", "C"),
+    ("**Answer:** E", "E"),
+    ("Answer: option B", "B"),
+    ("Answer: have knowledge", "C"),
+    ("Answer: Have Knowledge", "C"),
+    ("Answer: take charge", "D"),
+    ("Answer: boss", "E"),
+    ("answer: c)", "C"),
+    ("Answer: a boss", "E"),
+    ("Final answer: D", "D"),
+    ("The correct option is (D) take charge.", "D"),
+    ("I pick option A because greedy people want more.", "A"),
+    ("A) greedy is wrong, B) worry is wrong, so C) have knowledge.", "C"),
+    ("They would look for people who have knowledge.", "C"),
+    ("Answer: C\n\nA) greedy is not it.", "C"),
+    ("Answer: F", None),
+    ("Answer: none of these", None),
+    ("", None),
+    ("A project leader wants results.", None),
+    ("Answer: (E) boss", "E"),
+    ("Answer:\nB", "B"),
+    ("The answer is: have knowledge", "C"),
+    ("Answer: E.", "E"),
+    ("Answer: D - take charge", "D"),
+    ("The best fit is (B).", "B"),
+    ("Answer: b) worry", "B"),
+]
+
+# Replies of the embedded model, verbatim from results/examples/<dataset>-single-text/events.jsonl;
+# the expected answer is the one a reader takes from the reply.
+MODEL_REPLIES = [
+    ("integer", None, 'To determine the total number of bolts of fiber needed for the robe, we need to follow these steps:\n\n1. **Calculate the amount of white fiber needed:**\n   The problem states that the robe takes half as much white fiber as blue fiber. Since the robe takes 2 bolts of blue fiber, we can calculate the amount of white fiber as follows:\n   \\[\n   \\text{White fiber} = \\frac{1}{2} \\times 2 = 1 \\text{ bolt}\n   \\]\n\n2. **Calculate the total number of bolts of fiber needed:**\n   Now, we add the number of bolts of blue fiber to the number of bolts of white fiber to find the total number of bolts:\n   \\[\n   \\text{Total bolts} = 2 + 1 = 3\n   \\]\n\nTherefore, the total number of bolts of fiber needed is \\(\\boxed{3}\\).',  # gsm8k-test-0001
+     3),
+    ("integer", None, 'To determine the total number of meters James runs in a week, we need to follow these steps:\n\n1. Calculate the distance James runs in one sprint.\n2. Determine the distance James runs in one week by multiplying the distance of one sprint by the number of sprints he runs each week.\n3. Calculate the distance James runs in one week by multiplying the distance of one sprint by the number of sprints he runs each week.\n\nStep 1: Distance in one sprint\nJames runs 60 meters each sprint.\n\nStep 2: Distance in one week\nJames runs 3 sprints each week. Therefore, the distance he runs in one week is:\n\\[ 60 \\text{ meters/sprint} \\times 3 \\text{ sprints/week} = 180 \\text{ meters/week} \\]\n\nStep 3: Distance in one week\nWe have already calculated that James runs 180 meters in one week.\n\nTherefore, the total number of meters James runs in a week is \\(\\boxed{180}\\).',  # gsm8k-test-0003
+     180),
+]
+
+
+@pytest.mark.parametrize("kind, choices, reply, expected", MODEL_REPLIES)
+def test_extractors_on_the_embedded_models_replies(kind, choices, reply, expected):
+    assert extract(kind, reply, choices) == expected
+
+
+@pytest.mark.parametrize("reply, expected", INTEGER)
+def test_integer_extractor(reply, expected):
+    assert extract("integer", reply) == expected
+
+
+@pytest.mark.parametrize("reply, expected", YESNO)
+def test_yes_no_extractor(reply, expected):
+    assert extract("yesno", reply) == expected
+
+
+@pytest.mark.parametrize("reply, expected", CHOICE)
+def test_choice_extractor(reply, expected):
+    assert extract("choice", reply, CHOICES) == expected
+
+
+def test_tables_have_at_least_30_replies_per_answer_type():
+    assert min(len(INTEGER), len(YESNO), len(CHOICE)) >= 30 and MODEL_REPLIES
+
+
+@pytest.mark.parametrize("reply, label, expected", [
+    ("Preference: yes\nSide: negative\nAnswer: B", "side", "negative"),
+    ("**Confidence:** 0.8.", "confidence", "0.8"),
+    ("Confidence: 0.2\nsome more\nconfidence: 0.9", "Confidence", "0.9"),  # the last one counts
+    ("Supported Side: Affirmative", "side", "Affirmative"),
+    ("- `Preference`: no", "preference", "no"),
+    ("I have no confidence in this.", "confidence", None),  # a word, not a labelled line
+    ("Answer: C", "confidence", None),
+])
+def test_labelled_lines(reply, label, expected):
+    assert labelled(reply, label) == expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("so B\nAnswer: B\nConfidence: 0.8", 0.8),
+    ("Answer: B\n**Confidence level:** 85%", 0.85),
+    ("Answer: B\nconfidence = 1", 1.0),
+    ("Answer: B\nConfidence: 90", 0.9),           # a bare number above 1 is a percent
+    ("Confidence: 0.2\nthen more\nConfidence: 0.7\nAnswer: B", 0.7),  # the last one stated
+    ("Answer: B\nConfidence: high", None),
+    ("Answer: B\nConfidence: 250", None),         # out of range: not a confidence
+    ("Answer: B", None),
+])
+def test_confidence_extractor(reply, expected):
+    from debatekit.protocols.extract import confidence
+
+    assert confidence(reply) == expected
+
+
+def test_scripted_schema_states_a_confidence_only_when_asked():
+    from debatekit.protocols.answers import AnswerSpec
+    from debatekit.scripted import Request, respond
+
+    spec = AnswerSpec("yesno", "text")
+    asked = respond("schema", Request(model="schema", messages=[{"role": "user", "content": spec.closing(True)}]))
+    plain = respond("schema", Request(model="schema", messages=[{"role": "user", "content": spec.closing()}]))
+    assert spec.confident_output.from_text(asked).confidence is not None
+    assert "Confidence" not in plain and spec.output.from_text(plain).answer in ("yes", "no")
