@@ -97,60 +97,79 @@ def consultancy(
         setup = setup_for(item, debate.seed, answer, "consultancy")
         honest = derive_seed(debate.seed, item.id, "consultant") % 2 == 0
         side = setup.correct if honest else 1 - setup.correct
-        mine, theirs = setup.candidates[side], setup.candidates[1 - side]
-        said: list[dict[str, str | None]] = []
-        quotes = {"verified": 0, "unverified": 0}
-        missing: list[str] = []
-        system = advocate_system(P.CONSULTANT_SYSTEM, word_limit, answer_format)
-
-        async def question(number: int) -> str | None:
-            shape, ask = (P.QUESTION_TEXT, P.ASK_TEXT) if answer_format == "text" else (P.QUESTION_JSON, P.ASK_JSON)
-            prompt = P.QUESTIONER.format(output=shape, ask=ask, quotes=P.JUDGE_QUOTES, question=item.question,
-                                         a=setup.candidates[0], b=setup.candidates[1],
-                                         transcript=render(said, SPEAKERS))
-            turn = await debate.ask("judge", [{"role": "user", "content": prompt}], question_model(answer_format),
-                                    phase="question", round=number, temperature=question_temperature,
-                                    model=judge_model)
-            if not turn.ok:
-                missing.append(f"round {number} question")
-                return None
-            return turn.parsed.question.strip()
-
-        async def step(number: int) -> None:
-            current: dict[str, str | None] = {"question": await question(number) if interactive and number > 1 else None}
-            spoken = sum(1 for r in said if r.get("consultant"))
-            template = P.OPENING if not spoken else P.ANSWER_QUESTION if current["question"] else P.NEXT_ARGUMENT
-            steps = P.CONSULTANT_STEPS[1 if not spoken else 2]
-            body = advocate_turn(setup.evidence, "consultancy", render([*said, current], SPEAKERS) if said or
-                                 current["question"] else "", template.format(question=item.question, mine=mine),
-                                 steps, word_limit, answer_format)
-            turn = await debate.ask("consultant", advocate_messages(system, item.question, mine, theirs, body,
-                                                                    other_tag="other_answer"),
-                                    argument_model(setup.values[side], answer_format), phase="argue", round=number,
-                                    temperature=temperature)
-            found = check_quotes(truncate(turn.parsed.argument, max_words), setup.evidence) if turn.ok else None
-            current["consultant"] = found.text if found else None
-            if found:
-                quotes["verified"] += len(found.verified)
-                quotes["unverified"] += len(found.unverified)
-            else:
-                missing.append(f"round {number} consultant")
-            said.append(current)
-            debate.record_round(number, {"consultant": setup.values[side] if found else None},
-                                question=current["question"], verified=found.verified if found else [],
-                                unverified=found.unverified if found else [])
-
-        await debate.rounds(step, rounds)
-
-        def prompt(swapped: bool) -> str:
-            return judge_prompt(P.CONSULTANCY_JUDGE, "consultancy", "the consultant's", item.question,
-                                setup.shown(swapped), render(said, SPEAKERS), answer_format)
-
-        judgements = await judge(debate, setup, prompt, model=judge_model, temperature=judge_temperature,
-                                 answer_format=answer_format, both_orders=both_orders, protocol="consultancy")
+        session = Consultation(item, debate, setup, side, interactive, judge_model, word_limit, max_words,
+                               temperature, question_temperature, answer_format)
+        await debate.rounds(session.step, rounds)
+        judgements = await judge(debate, setup, session.judge_prompt, model=judge_model,
+                                 temperature=judge_temperature, answer_format=answer_format,
+                                 both_orders=both_orders, protocol="consultancy")
         final, output = decide(setup, judgements)
         return Outcome(final_answer=final, output={
-            **output, "consultant_answer": setup.values[side], "consultant_correct": honest, "quotes": quotes,
-            "questions": [r["question"] for r in said if r.get("question")], "missing": missing})
+            **output, "consultant_answer": setup.values[side], "consultant_correct": honest,
+            "quotes": session.quotes, "questions": [r["question"] for r in session.said if r.get("question")],
+            "missing": session.missing})
 
     return run
+
+
+class Consultation:
+    """One item's consultancy: the judge's questions and the consultant's arguments, round by round."""
+
+    def __init__(self, item, debate, setup, side: int, interactive: bool, judge_model: str | None,
+                 word_limit: int, max_words: int, temperature: float, question_temperature: float,
+                 answer_format: AnswerFormat):
+        self.item, self.debate, self.setup, self.side = item, debate, setup, side
+        self.interactive, self.judge_model = interactive, judge_model
+        self.word_limit, self.max_words, self.answer_format = word_limit, max_words, answer_format
+        self.temperature, self.question_temperature = temperature, question_temperature
+        self.system = advocate_system(P.CONSULTANT_SYSTEM, word_limit, answer_format)
+        self.said: list[dict[str, str | None]] = []
+        self.quotes = {"verified": 0, "unverified": 0}
+        self.missing: list[str] = []
+
+    async def step(self, number: int) -> None:
+        setup, side = self.setup, self.side
+        asking = self.interactive and number > 1
+        current: dict[str, str | None] = {"question": await self.question(number) if asking else None}
+        spoken = sum(1 for r in self.said if r.get("consultant"))
+        template = P.OPENING if not spoken else P.ANSWER_QUESTION if current["question"] else P.NEXT_ARGUMENT
+        mine, theirs = setup.candidates[side], setup.candidates[1 - side]
+        transcript = render([*self.said, current], SPEAKERS) if self.said or current["question"] else ""
+        body = advocate_turn(setup.evidence, "consultancy", transcript,
+                             template.format(question=self.item.question, mine=mine),
+                             P.CONSULTANT_STEPS[1 if not spoken else 2], self.word_limit, self.answer_format)
+        turn = await self.debate.ask("consultant", advocate_messages(self.system, self.item.question, mine, theirs,
+                                                                     body, other_tag="other_answer"),
+                                     argument_model(setup.values[side], self.answer_format), phase="argue",
+                                     round=number, temperature=self.temperature)
+        found = check_quotes(truncate(turn.parsed.argument, self.max_words), setup.evidence) if turn.ok else None
+        current["consultant"] = found.text if found else None
+        if found:
+            self.quotes["verified"] += len(found.verified)
+            self.quotes["unverified"] += len(found.unverified)
+        else:
+            self.missing.append(f"round {number} consultant")
+        self.said.append(current)
+        self.debate.record_round(number, {"consultant": setup.values[side] if found else None},
+                                 question=current["question"], verified=found.verified if found else [],
+                                 unverified=found.unverified if found else [])
+
+    async def question(self, number: int) -> str | None:
+        """The judge's question to the consultant before its turn in round `number` (None if the call failed)."""
+        text = self.answer_format == "text"
+        shape, ask = (P.QUESTION_TEXT, P.ASK_TEXT) if text else (P.QUESTION_JSON, P.ASK_JSON)
+        prompt = P.QUESTIONER.format(output=shape, ask=ask, quotes=P.JUDGE_QUOTES, question=self.item.question,
+                                     a=self.setup.candidates[0], b=self.setup.candidates[1],
+                                     transcript=render(self.said, SPEAKERS))
+        turn = await self.debate.ask("judge", [{"role": "user", "content": prompt}], question_model(self.answer_format),
+                                     phase="question", round=number, temperature=self.question_temperature,
+                                     model=self.judge_model)
+        if not turn.ok:
+            self.missing.append(f"round {number} question")
+            return None
+        return turn.parsed.question.strip()
+
+    def judge_prompt(self, swapped: bool) -> str:
+        """What the judge reads at the end, the candidates in swapped order when `swapped`."""
+        return judge_prompt(P.CONSULTANCY_JUDGE, "consultancy", "the consultant's", self.item.question,
+                            self.setup.shown(swapped), render(self.said, SPEAKERS), self.answer_format)

@@ -53,6 +53,7 @@ Where debatekit departs from the official code (commits 56b320c0, 3bb65abc, 0c58
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
@@ -104,74 +105,105 @@ def chateval(
     if aggregate == "mean" and answer not in ("auto", *NUMERIC):
         raise ProtocolError(f"chateval: aggregate=mean needs numeric answers, not answer={answer}")
     model_of = models_of(names + [SUMMARIZER] if summarized else names, models, "chateval")
+    panel = Panel(names, role, strategy, rounds, aggregate, keep_history, temperature, model_of)
 
     async def run(item, debate):
         spec = spec_for(item, answer, answer_format)
         if aggregate == "mean" and spec.kind not in NUMERIC:
             raise ProtocolError(f"chateval: aggregate=mean needs numeric answers; item {item.id!r} asks for "
                                 f"{spec.kind}")
-        said: list[Said] = []  # the whole discussion in order, summaries included
-        summaries: list[str] = []
-
-        def shown(round_no: int) -> list[Said]:
-            """The discussion a referee speaking now in `round_no` is shown."""
-            if strategy == "one_by_one":
-                return list(said)
-            earlier = [s for s in said if s.round < round_no]
-            if summarized and not keep_history:  # the latest summary, and what it has not folded in (it failed)
-                return [s for s in earlier if s.speaker == SUMMARIZER][-1:] + unsummarized(round_no - 1)
-            return earlier
-
-        def unsummarized(upto: int) -> list[Said]:
-            """The referees' messages after the latest summary, up to round `upto`."""
-            done = next((s.round for s in reversed(said) if s.speaker == SUMMARIZER), 0)
-            return [s for s in said if done < s.round <= upto and s.speaker != SUMMARIZER]
-
-        def speak(name: str, round_no: int):
-            prompt = P.turn(spec, item.question, shown(round_no), name, role[name], len(names),
-                            final=round_no == rounds)
-            return debate.ask(name, [{"role": "user", "content": prompt}], spec.output, phase="discuss",
-                              round=round_no, temperature=temperature, model=model_of[name])
-
-        def heard(turn) -> None:
-            if turn.ok:
-                said.append(Said(turn.round, turn.agent, spec.shown(turn.parsed)))
-
-        async def step(round_no: int) -> None:
-            if strategy == "one_by_one":
-                turns = []
-                for name in names:
-                    turns.append(await speak(name, round_no))
-                    heard(turns[-1])
-            else:
-                turns = await debate.gather(speak(name, round_no) for name in names)
-                for turn in turns:
-                    heard(turn)
-            extra = {}
-            if summarized and round_no < rounds:
-                extra["summary"] = await summarize(round_no)
-            debate.record_round(round_no, {t.agent: t.parsed.answer if t.ok else None for t in turns}, **extra)
-
-        async def summarize(round_no: int) -> str | None:
-            current = summaries[-1] if summaries else ""
-            prompt = P.summary(current, unsummarized(round_no))
-            turn = await debate.ask(SUMMARIZER, [{"role": "user", "content": prompt}], None,
-                                    phase="summarize", round=round_no, temperature=temperature,
-                                    model=model_of[SUMMARIZER])
-            if not turn.ok:  # the next round sees the previous summary and the messages it lacks
-                return None
-            summaries.append(turn.text.strip())
-            said.append(Said(round_no, SUMMARIZER, summaries[-1]))
-            return summaries[-1]
-
-        await debate.rounds(step, rounds)
-        last = debate.history[-1].answers if debate.history else {}
-        votes = [a for a in last.values() if a is not None]
-        final = mean_of(votes, spec.kind) if aggregate == "mean" else majority(votes)
-        return Outcome(final_answer=final, converged=bool(votes) and agreement_rate(list(last.values())) == 1.0,
-                       output={"strategy": strategy, "answers": last, "summaries": summaries})
+        return await Discussion(panel, item, spec, debate).run()
 
     return run
+
+
+@dataclass(frozen=True)
+class Panel:
+    """A chateval panel as configured: its referees, their roles and models, and how they talk."""
+
+    names: list[str]
+    role: dict[str, str]
+    strategy: Strategy
+    rounds: int
+    aggregate: str
+    keep_history: bool
+    temperature: float
+    model_of: dict[str, str | None]
+
+    @property
+    def summarized(self) -> bool:
+        return self.strategy == "simultaneous_summarizer"
+
+
+class Discussion:
+    """One item's discussion: what has been said so far (summaries included), and who is shown what."""
+
+    def __init__(self, panel: Panel, item, spec, debate):
+        self.panel, self.item, self.spec, self.debate = panel, item, spec, debate
+        self.said: list[Said] = []  # the whole discussion in order, summaries included
+        self.summaries: list[str] = []
+
+    async def run(self) -> Outcome:
+        await self.debate.rounds(self.step, self.panel.rounds)
+        last = self.debate.history[-1].answers if self.debate.history else {}
+        votes = [a for a in last.values() if a is not None]
+        final = mean_of(votes, self.spec.kind) if self.panel.aggregate == "mean" else majority(votes)
+        return Outcome(final_answer=final, converged=bool(votes) and agreement_rate(list(last.values())) == 1.0,
+                       output={"strategy": self.panel.strategy, "answers": last, "summaries": self.summaries})
+
+    async def step(self, round_no: int) -> None:
+        panel = self.panel
+        if panel.strategy == "one_by_one":
+            turns = []
+            for name in panel.names:
+                turns.append(await self.speak(name, round_no))
+                self.heard(turns[-1])
+        else:
+            turns = await self.debate.gather(self.speak(name, round_no) for name in panel.names)
+            for turn in turns:
+                self.heard(turn)
+        extra = {}
+        if panel.summarized and round_no < panel.rounds:
+            extra["summary"] = await self.summarize(round_no)
+        self.debate.record_round(round_no, {t.agent: t.parsed.answer if t.ok else None for t in turns}, **extra)
+
+    def shown(self, round_no: int) -> list[Said]:
+        """The discussion a referee speaking now in `round_no` is shown."""
+        if self.panel.strategy == "one_by_one":
+            return list(self.said)
+        earlier = [s for s in self.said if s.round < round_no]
+        if self.panel.summarized and not self.panel.keep_history:
+            # the latest summary, and what it has not folded in (the summarizer failed)
+            return [s for s in earlier if s.speaker == SUMMARIZER][-1:] + self.unsummarized(round_no - 1)
+        return earlier
+
+    def unsummarized(self, upto: int) -> list[Said]:
+        """The referees' messages after the latest summary, up to round `upto`."""
+        done = next((s.round for s in reversed(self.said) if s.speaker == SUMMARIZER), 0)
+        return [s for s in self.said if done < s.round <= upto and s.speaker != SUMMARIZER]
+
+    def speak(self, name: str, round_no: int):
+        panel = self.panel
+        prompt = P.turn(self.spec, self.item.question, self.shown(round_no), name, panel.role[name],
+                        len(panel.names), final=round_no == panel.rounds)
+        return self.debate.ask(name, [{"role": "user", "content": prompt}], self.spec.output, phase="discuss",
+                               round=round_no, temperature=panel.temperature, model=panel.model_of[name])
+
+    def heard(self, turn) -> None:
+        if turn.ok:
+            self.said.append(Said(turn.round, turn.agent, self.spec.shown(turn.parsed)))
+
+    async def summarize(self, round_no: int) -> str | None:
+        current = self.summaries[-1] if self.summaries else ""
+        prompt = P.summary(current, self.unsummarized(round_no))
+        turn = await self.debate.ask(SUMMARIZER, [{"role": "user", "content": prompt}], None,
+                                     phase="summarize", round=round_no, temperature=self.panel.temperature,
+                                     model=self.panel.model_of[SUMMARIZER])
+        if not turn.ok:  # the next round sees the previous summary and the messages it lacks
+            return None
+        self.summaries.append(turn.text.strip())
+        self.said.append(Said(round_no, SUMMARIZER, self.summaries[-1]))
+        return self.summaries[-1]
 
 
 def roles_of(names: list[str], personas: list[str]) -> dict[str, str]:

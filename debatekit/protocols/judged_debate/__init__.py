@@ -105,66 +105,81 @@ def judged_debate(
 
     async def run(item, debate):
         setup = setup_for(item, debate.seed, answer, "judged_debate")
-        said: list[dict[str, str | None]] = []  # finished rounds: {"a": marked argument, "b": ...}
-        quotes = {agent: {"verified": 0, "unverified": 0} for agent in AGENTS}
-        missing: list[str] = []
-
-        def ask(side: int, number: int, current: dict):
-            own, other = KEYS[side], KEYS[1 - side]
-            shown = [*said, current] if any(current.values()) else said
-            transcript = render(shown, [(own, NAMES[side]), (other, NAMES[1 - side])])
-            spoken = sum(1 for r in said if r.get(own))
-            request = (P.OPENING if not spoken else P.NEXT_ARGUMENT).format(
-                question=item.question, mine=setup.candidates[side])
-            body = advocate_turn(setup.evidence, "debate", transcript, request, P.DEBATER_STEPS[min(spoken + 1, 3)],
-                                 word_limit, answer_format)
-            system = advocate_system(P.DEBATER_SYSTEM, word_limit, answer_format, name=NAMES[side])
-            messages = advocate_messages(system, item.question, setup.candidates[side], setup.candidates[1 - side],
-                                         body)
-            return debate.ask(AGENTS[side], messages, argument_model(setup.values[side], answer_format),
-                              phase="argue", round=number, temperature=temperature)
-
-        def keep(side: int, turn, number: int, current: dict, checked: dict) -> None:
-            if not turn.ok:
-                current[KEYS[side]] = None
-                missing.append(f"round {number} {AGENTS[side]}")
-                return
-            found = check_quotes(truncate(turn.parsed.argument, max_words), setup.evidence)
-            current[KEYS[side]] = found.text
-            checked[AGENTS[side]] = found
-            quotes[AGENTS[side]]["verified"] += len(found.verified)
-            quotes[AGENTS[side]]["unverified"] += len(found.unverified)
-
-        async def step(number: int) -> None:
-            current: dict[str, str | None] = {}
-            checked: dict = {}
-            if turns == "simultaneous" or number == 1:
-                first, second = await debate.gather([ask(0, number, current), ask(1, number, current)])
-                keep(0, first, number, current, checked)
-            else:
-                keep(0, await ask(0, number, current), number, current, checked)
-                second = await ask(1, number, current)
-            keep(1, second, number, current, checked)
-            said.append(current)
-            debate.record_round(number, {AGENTS[s]: setup.values[s] if current.get(KEYS[s]) else None for s in (0, 1)},
-                                verified={a: c.verified for a, c in checked.items()},
-                                unverified={a: c.unverified for a, c in checked.items()})
-
-        await debate.rounds(step, rounds)
-
-        def prompt(swapped: bool) -> str:
-            speakers = [("b", NAMES[0]), ("a", NAMES[1])] if swapped else [("a", NAMES[0]), ("b", NAMES[1])]
-            return judge_prompt(P.DEBATE_JUDGE, "debate", "each debater's", item.question, setup.shown(swapped),
-                                render(said, speakers), answer_format,
-                                who=P.DEBATE_WHO.format(name_a=NAMES[0], name_b=NAMES[1]))
-
-        judgements = await judge(debate, setup, prompt, model=judge_model, temperature=judge_temperature,
-                                 answer_format=answer_format, both_orders=swap, protocol="judged_debate")
+        exchange = Exchange(item, debate, setup, turns, word_limit, max_words, temperature, answer_format)
+        await debate.rounds(exchange.step, rounds)
+        judgements = await judge(debate, setup, exchange.judge_prompt, model=judge_model,
+                                 temperature=judge_temperature, answer_format=answer_format, both_orders=swap,
+                                 protocol="judged_debate")
         final, output = decide(setup, judgements)
-        return Outcome(final_answer=final, output={**output, "turns": turns, "quotes": quotes, "missing": missing,
+        return Outcome(final_answer=final, output={**output, "turns": turns, "quotes": exchange.quotes,
+                                                   "missing": exchange.missing,
                                                    "sides": dict(zip(AGENTS, setup.values))})
 
     return run
+
+
+class Exchange:
+    """One item's debate: the two debaters' turns round by round, with their quotes checked."""
+
+    def __init__(self, item, debate, setup, turns: str, word_limit: int, max_words: int, temperature: float,
+                 answer_format: AnswerFormat):
+        self.item, self.debate, self.setup = item, debate, setup
+        self.turns, self.word_limit, self.max_words = turns, word_limit, max_words
+        self.temperature, self.answer_format = temperature, answer_format
+        self.said: list[dict[str, str | None]] = []  # finished rounds: {"a": marked argument, "b": ...}
+        self.quotes = {agent: {"verified": 0, "unverified": 0} for agent in AGENTS}
+        self.missing: list[str] = []
+
+    async def step(self, number: int) -> None:
+        current: dict[str, str | None] = {}
+        checked: dict = {}
+        if self.turns == "simultaneous" or number == 1:
+            first, second = await self.debate.gather([self.ask(0, number, current), self.ask(1, number, current)])
+            self.keep(0, first, number, current, checked)
+        else:
+            self.keep(0, await self.ask(0, number, current), number, current, checked)
+            second = await self.ask(1, number, current)
+        self.keep(1, second, number, current, checked)
+        self.said.append(current)
+        values = self.setup.values
+        self.debate.record_round(number, {AGENTS[s]: values[s] if current.get(KEYS[s]) else None for s in (0, 1)},
+                                 verified={a: c.verified for a, c in checked.items()},
+                                 unverified={a: c.unverified for a, c in checked.items()})
+
+    def ask(self, side: int, number: int, current: dict):
+        """Debater `side`'s turn in round `number`, shown the finished rounds and `current` so far."""
+        setup, own, other = self.setup, KEYS[side], KEYS[1 - side]
+        shown = [*self.said, current] if any(current.values()) else self.said
+        transcript = render(shown, [(own, NAMES[side]), (other, NAMES[1 - side])])
+        spoken = sum(1 for r in self.said if r.get(own))
+        request = (P.OPENING if not spoken else P.NEXT_ARGUMENT).format(
+            question=self.item.question, mine=setup.candidates[side])
+        body = advocate_turn(setup.evidence, "debate", transcript, request, P.DEBATER_STEPS[min(spoken + 1, 3)],
+                             self.word_limit, self.answer_format)
+        system = advocate_system(P.DEBATER_SYSTEM, self.word_limit, self.answer_format, name=NAMES[side])
+        messages = advocate_messages(system, self.item.question, setup.candidates[side],
+                                     setup.candidates[1 - side], body)
+        return self.debate.ask(AGENTS[side], messages, argument_model(setup.values[side], self.answer_format),
+                               phase="argue", round=number, temperature=self.temperature)
+
+    def keep(self, side: int, turn, number: int, current: dict, checked: dict) -> None:
+        """Record debater `side`'s argument with its quotes checked (None when its call failed)."""
+        if not turn.ok:
+            current[KEYS[side]] = None
+            self.missing.append(f"round {number} {AGENTS[side]}")
+            return
+        found = check_quotes(truncate(turn.parsed.argument, self.max_words), self.setup.evidence)
+        current[KEYS[side]] = found.text
+        checked[AGENTS[side]] = found
+        self.quotes[AGENTS[side]]["verified"] += len(found.verified)
+        self.quotes[AGENTS[side]]["unverified"] += len(found.unverified)
+
+    def judge_prompt(self, swapped: bool) -> str:
+        """What the judge reads: the transcript, with the speakers' places swapped when `swapped`."""
+        speakers = [("b", NAMES[0]), ("a", NAMES[1])] if swapped else [("a", NAMES[0]), ("b", NAMES[1])]
+        return judge_prompt(P.DEBATE_JUDGE, "debate", "each debater's", self.item.question, self.setup.shown(swapped),
+                            render(self.said, speakers), self.answer_format,
+                            who=P.DEBATE_WHO.format(name_a=NAMES[0], name_b=NAMES[1]))
 
 
 from debatekit.protocols.judged_debate import blind  # noqa: E402,F401  (registers blind_judge)

@@ -135,30 +135,32 @@ def mad(
             final, out.decided_by, out.supported_side = decided["answer"], "moderator", decided["supported_side"]
             out.reasoning = reasons[debate.history[-1].round]
         elif len(openings) == 2:
-            final = await judge(item, debate, spec, openings, out)
+            final = await judge(item, debate, spec, openings, out, judge_model, temperature)
         last = debate.history[-1].answers if debate.history else {}
         converged = last.get("affirmative") is not None and answers_equal(last["affirmative"], last.get("negative"))
         return Outcome(final_answer=final, converged=converged, output=out.model_dump(mode="json"))
 
-    async def judge(item, debate, spec, openings: dict[str, str], out: MadOutput) -> Any:
-        """The judge's two stages in one conversation: list the candidates, then answer."""
-        chat = [{"role": "system", "content": prompts.moderator_system(spec, item.question)},
-                {"role": "user", "content": prompts.CANDIDATES.format(**openings)}]
-        listed = await debate.ask("judge", chat, None, phase="candidates", temperature=temperature,
-                                  model=judge_model)
-        if not listed.ok:
-            return None
-        out.candidates = listed.text
-        chat += [{"role": "assistant", "content": listed.text},
-                 prompts.asked(prompts.VERDICT.format(question=spec.question(item.question)), spec)]
-        verdict = await debate.ask("judge", chat, spec.output, phase="judge", temperature=temperature,
-                                   model=judge_model)
-        if not verdict.ok:
-            return None
-        out.decided_by, out.reasoning = "judge", verdict.parsed.reasoning
-        return verdict.parsed.answer
-
     return run
+
+
+async def judge(item, debate, spec, openings: dict[str, str], out: MadOutput, judge_model: str | None,
+                temperature: float) -> Any:
+    """The judge's two stages in one conversation: list the candidates, then answer."""
+    chat = [{"role": "system", "content": prompts.moderator_system(spec, item.question)},
+            {"role": "user", "content": prompts.CANDIDATES.format(**openings)}]
+    listed = await debate.ask("judge", chat, None, phase="candidates", temperature=temperature,
+                              model=judge_model)
+    if not listed.ok:
+        return None
+    out.candidates = listed.text
+    chat += [{"role": "assistant", "content": listed.text},
+             prompts.asked(prompts.VERDICT.format(question=spec.question(item.question)), spec)]
+    verdict = await debate.ask("judge", chat, spec.output, phase="judge", temperature=temperature,
+                               model=judge_model)
+    if not verdict.ok:
+        return None
+    out.decided_by, out.reasoning = "judge", verdict.parsed.reasoning
+    return verdict.parsed.answer
 
 
 def moderator_break(history: list[RoundRecord]) -> str | None:
