@@ -121,15 +121,12 @@ def cmd_run(args) -> int:
                                  cache=not args.no_cache))
     _check_all_used(args, sets, [registry.get(n) for n in args.protocols])
     outs = [args.out and (Path(args.out) / c.protocol if len(configs) > 1 else Path(args.out)) for c in configs]
+    resume = [args.resume] * len(outs)
     if args.resume:
-        from debatekit.trace import RunFolder, RunFolderError
-
-        for out in outs:
-            if not RunFolder(out).exists:
-                raise RunFolderError(f"cannot resume {out}: no run there (no run.json); drop --resume to start one")
+        resume = _resumable(outs, args.out)
     results = []
-    for config, out in zip(configs, outs):
-        results.append(run(config, out, resume=args.resume, progress=not args.quiet))
+    for config, out, again in zip(configs, outs, resume):
+        results.append(run(config, out, resume=again, progress=not args.quiet))
     print(summary_table(results))
     if len(results) > 1:
         print("\n" + paired_block(results))
@@ -140,6 +137,21 @@ def cmd_run(args) -> int:
                   f"answer (left out of accuracy; --resume retries them); first error: {s['first_error']}",
                   file=sys.stderr)
     return 0
+
+
+def _resumable(outs: list[Path], parent: str) -> list[bool]:
+    """Which runs `--resume` continues. One protocol: its run must exist. Several (a comparison cut off
+    part-way): the ones begun are continued and the ones never begun are started, if any was begun."""
+    from debatekit.trace import RunFolder, RunFolderError
+
+    begun = [RunFolder(out).exists for out in outs]
+    if not any(begun):
+        where = outs[0] if len(outs) == 1 else f"{parent} (none of {', '.join(o.name for o in outs)})"
+        raise RunFolderError(f"cannot resume {where}: no run there (no run.json); drop --resume to start one")
+    for out, was in zip(outs, begun):
+        if not was:
+            print(f"debatekit: {out} was never begun; starting it", file=sys.stderr)
+    return begun
 
 
 def paired_block(results) -> str:

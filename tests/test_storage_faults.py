@@ -273,3 +273,29 @@ def test_a_debates_line_that_does_not_validate_is_named_by_file_and_line(tmp_pat
     path.write_text("\n".join([lines[0], json.dumps(broken), *lines[2:]]) + "\n")
     with pytest.raises(RunFolderError, match=rf"{path}: line 2, field 'status'"):
         RunFolder(result.path).debates()
+
+
+def test_resume_of_a_comparison_cut_off_part_way_starts_the_protocols_never_begun(tmp_path, arithmetic_file, capfd):
+    out = tmp_path / "cmp"
+    first = ["run", "single", "--dataset", str(arithmetic_file), "--model", "scripted/schema", "--out",
+             str(out / "single"), "--quiet"]
+    assert main(first) == 0  # as if `run single society_of_mind --out cmp` had stopped after single
+    capfd.readouterr()
+    both = ["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
+            "--agents", "2", "--rounds", "1", "--out", str(out), "--quiet", "--resume"]
+    assert main(both) == 0
+    captured = capfd.readouterr()
+    assert f"{out / 'society_of_mind'} was never begun; starting it" in captured.err
+    assert f"{out / 'single'} was never begun" not in captured.err
+    assert RunFolder(out / "society_of_mind").exists
+    assert "paired against single" in captured.out  # the comparison is printed over both runs
+    items = len(arithmetic_file.read_text().splitlines())
+    assert len(RunFolder(out / "single").debates()) == items  # the finished run was not redone or doubled
+
+
+def test_resume_of_a_comparison_none_of_which_began_refuses(tmp_path, arithmetic_file, capfd):
+    both = ["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
+            "--agents", "2", "--rounds", "1", "--out", str(tmp_path / "cmp"), "--quiet", "--resume"]
+    assert main(both) == 2
+    assert "no run there" in capfd.readouterr().err
+    assert not (tmp_path / "cmp").exists()
