@@ -255,7 +255,7 @@ def cmd_datasets(args) -> int:
 
 def cmd_models(args) -> int:
     from debatekit import local
-    from debatekit.gateway import default_model
+    from debatekit.model_kinds import default_model
 
     if args.action == "pull":
         local.pull()

@@ -23,8 +23,9 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from pydantic import BaseModel
 
-from debatekit.gateway import CALL_CONTEXT, Completion, Gateway
+from debatekit.gateway import Completion, Gateway
 from debatekit.metrics import answers_equal
+from debatekit.providers import CALL_CONTEXT
 from debatekit.schemas import DEFAULT_MAX_TOKENS, CallEvent, RoundRecord, Usage, Verdict
 from debatekit.trace import write_json_atomic
 
@@ -35,7 +36,7 @@ StopRule = Callable[[list[RoundRecord]], str | None]
 @dataclass
 class Limits:
     """Per-call, per-round and per-debate limits (seconds, tokens); None means no limit, except
-    `call_timeout` None: the model kind's own (`gateway.policy(model).call_timeout`)."""
+    `call_timeout` None: the model kind's own (`model_kinds.policy(model).call_timeout`)."""
 
     call_timeout: float | None = None
     round_timeout: float | None = None

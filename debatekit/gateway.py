@@ -33,10 +33,10 @@ from pydantic import BaseModel, ValidationError
 
 from debatekit import credentials
 from debatekit.cache import ResponseCache, cache_key
-from debatekit.credentials import model_options_public, redact  # noqa: F401 - re-exported
-from debatekit.model_kinds import ModelKind, default_model, policy  # noqa: F401 - re-exported
-from debatekit.provider_errors import MAX_RETRY_AFTER, ProviderFault, classify, retry_after  # noqa: F401
-from debatekit.providers import CALL_CONTEXT, litellm_module  # noqa: F401 - re-exported
+from debatekit.credentials import redact
+from debatekit.model_kinds import default_model, policy
+from debatekit.provider_errors import ProviderFault, classify, retry_after
+from debatekit.providers import litellm_module
 from debatekit.schemas import DEFAULT_MAX_TOKENS, first_error
 MAX_REPLY_CHARS = 100_000
 """Longest reply text stored in a trace or sent back in a repair round; the full reply is kept

@@ -14,7 +14,8 @@ from typing import Any
 
 from debatekit import registry
 from debatekit.engine import Debate, Limits
-from debatekit.gateway import Gateway, default_model
+from debatekit.gateway import Gateway
+from debatekit.model_kinds import default_model
 
 
 async def node(name: str, state: dict, *, model: str | None = None, folder: str | Path | None = None,

@@ -22,10 +22,12 @@ from typing import Any, Callable
 from debatekit import __version__, datasets, registry, review
 from debatekit.analysis import summarize
 from debatekit.cache import ResponseCache
+from debatekit.credentials import model_options_public
 from debatekit.engine import Debate, Limits, Outcome
-from debatekit.gateway import Gateway, ModelSetupError, check_model, model_options_public, policy
+from debatekit.gateway import Gateway, ModelSetupError, check_model
 from debatekit.local import cache_dir
 from debatekit.metrics import answers_equal
+from debatekit.model_kinds import policy
 from debatekit.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
 from debatekit.signals import SigtermCancels, Terminated, stop_reason
 from debatekit.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,

@@ -52,7 +52,7 @@ class RunConfig(Strict):
     max_calls_in_flight: int | None = Field(None, ge=1)
     """Model calls in flight per model; None: per provider default."""
     call_timeout: float | None = Field(None, gt=0)
-    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `gateway.policy(model).call_timeout`)."""
+    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `model_kinds.policy(model).call_timeout`)."""
     round_timeout: float | None = Field(None, gt=0)
     """Seconds per parallel phase; unfinished agents are cut off and logged."""
     debate_timeout: float | None = Field(None, gt=0)

@@ -16,7 +16,8 @@ import pytest
 
 from debatekit import datasets, registry
 from debatekit.engine import prompt_hash
-from debatekit.gateway import CALL_CONTEXT, Completion, Gateway
+from debatekit.gateway import Completion, Gateway
+from debatekit.providers import CALL_CONTEXT
 from debatekit.runner import arun
 from debatekit.schemas import RunConfig
 

@@ -7,7 +7,8 @@ import sys
 import pytest
 
 from debatekit import scripted
-from debatekit.gateway import Gateway, ModelError, check_model, policy
+from debatekit.gateway import Gateway, ModelError, check_model
+from debatekit.model_kinds import policy
 
 
 @pytest.mark.parametrize("model, kind, timeout, scale, free, retry", [

@@ -98,7 +98,7 @@ def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic
 
 
 def test_call_timeout_defaults_by_model_and_is_recorded(tmp_path):
-    from debatekit.gateway import policy
+    from debatekit.model_kinds import policy
 
     assert policy("local/qwen2.5-coder-1.5b-instruct").call_timeout == 900
     assert policy("openai/gpt-4o-mini").call_timeout == 120

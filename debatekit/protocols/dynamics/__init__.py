@@ -19,7 +19,7 @@ from pydantic import Field
 
 from debatekit.datasets import datasets_dir
 from debatekit.engine import Outcome
-from debatekit.gateway import policy
+from debatekit.model_kinds import policy
 from debatekit.protocols.dynamics import prompts as P
 from debatekit.protocols.dynamics.log import breaker_report, debate_log
 from debatekit.protocols.dynamics.models import (
