@@ -51,7 +51,7 @@ def timed_run(config, out: Path) -> dict:
 
 def warm_litellm(base_url: str) -> None:
     """Import litellm and make one call so neither side pays first-call costs."""
-    from debatekit.gateway import _litellm
+    from debatekit.providers import litellm_module as _litellm
 
     litellm = _litellm()
     asyncio.run(litellm.acompletion(model=MODEL, messages=[{"role": "user", "content": "hi"}],
@@ -59,7 +59,7 @@ def warm_litellm(base_url: str) -> None:
 
 
 async def sequential(bodies: list[dict], base_url: str) -> dict:
-    from debatekit.gateway import _litellm
+    from debatekit.providers import litellm_module as _litellm
 
     litellm = _litellm()
     c0, t0 = time.process_time(), time.perf_counter()

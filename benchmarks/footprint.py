@@ -32,7 +32,7 @@ from pathlib import Path
 from debatekit import scripted
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
-from debatekit.gateway import _litellm
+from debatekit.providers import litellm_module as _litellm
 model = scripted.register("bench-footprint", fn=lambda req: {"reasoning": "3*4=12; 1+12=13", "answer": 13})
 start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 _litellm()  # imported here so that the run's own memory is measured apart from litellm's import

@@ -32,7 +32,8 @@ async def measure(calls: int, block: int) -> dict:
     from debatekit import scripted
     from debatekit.datasets import Item
     from debatekit.engine import Debate
-    from debatekit.gateway import Gateway, _litellm
+    from debatekit.gateway import Gateway
+    from debatekit.providers import litellm_module as _litellm
     from debatekit.protocols.answers import IntegerAnswer
     from debatekit.trace import EVENTS_FILE, RunFolder
 

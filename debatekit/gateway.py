@@ -377,4 +377,3 @@ def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:
         health.dead = f"model {model!r}: {message}"
 
 
-_litellm = litellm_module  # the name the benchmarks import
