@@ -1,10 +1,16 @@
 """The free-text answer extractors on tables of replies as models write them.
 
 `MODEL_REPLIES` holds replies of the embedded model (qwen2.5-coder-1.5b-instruct) copied verbatim
-from the committed runs `results/examples/*-single-text/events.jsonl`.
+from the committed runs `results/examples/*-single-text/events.jsonl`; `data/embedded_replies.jsonl`
+holds more (multiple choice, from `results/examples/lit-commonsenseqa`), each with the item's
+options, its source line and the letter the reply states, read by hand (a marker-less reply such
+as "Therefore, the correct answer is A) action." followed by more prose included).
 """
 
 from __future__ import annotations
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -118,6 +124,18 @@ MODEL_REPLIES = [
     ("integer", None, 'To determine the total number of meters James runs in a week, we need to follow these steps:\n\n1. Calculate the distance James runs in one sprint.\n2. Determine the distance James runs in one week by multiplying the distance of one sprint by the number of sprints he runs each week.\n3. Calculate the distance James runs in one week by multiplying the distance of one sprint by the number of sprints he runs each week.\n\nStep 1: Distance in one sprint\nJames runs 60 meters each sprint.\n\nStep 2: Distance in one week\nJames runs 3 sprints each week. Therefore, the distance he runs in one week is:\n\\[ 60 \\text{ meters/sprint} \\times 3 \\text{ sprints/week} = 180 \\text{ meters/week} \\]\n\nStep 3: Distance in one week\nWe have already calculated that James runs 180 meters in one week.\n\nTherefore, the total number of meters James runs in a week is \\(\\boxed{180}\\).',  # gsm8k-test-0003
      180),
 ]
+
+
+EMBEDDED = [json.loads(line) for line in (Path(__file__).parent / "data" / "embedded_replies.jsonl").open()]
+
+
+@pytest.mark.parametrize("row", EMBEDDED, ids=[r["source"].rsplit("/", 2)[-2] + r["source"][-3:] for r in EMBEDDED])
+def test_extractors_on_embedded_replies_collected_from_runs(row):
+    assert extract(row["kind"], row["reply"], row["choices"]) == row["expected"]
+
+
+def test_the_collected_replies_cover_multiple_choice():
+    assert sum(r["kind"] == "choice" for r in EMBEDDED) >= 30
 
 
 @pytest.mark.parametrize("kind, choices, reply, expected", MODEL_REPLIES)
