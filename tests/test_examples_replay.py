@@ -22,7 +22,9 @@ from debatekit.runner import arun
 from debatekit.schemas import RunConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "results" / "examples"
-RUNS = sorted(p.parent.name for p in EXAMPLES.glob("*/run.json"))
+RUNS = sorted(str(p.parent.relative_to(EXAMPLES)) for pattern in ("*/run.json", "lit-*/*/run.json")
+              for p in EXAMPLES.glob(pattern))
+"""Single runs, and the runs of the literature comparisons (`lit-<dataset>/<protocol>`)."""
 STALE = {"dynamics-decisions-debate": {"synthesis", "council"}}
 """Phases whose prompts changed on purpose after the example was recorded (the synthesis now sees
 the one-agent route's wording); the rounds before them must still match exactly."""
@@ -69,7 +71,9 @@ def test_committed_example_reproduces_from_its_recorded_replies(name, tmp_path):
     folder = EXAMPLES / name
     config = RunConfig.model_validate(json.loads((folder / "run.json").read_text())["config"])
     model = json.loads((folder / "run.json").read_text())["model"]
-    replay = Replay(_lines(folder / "events.jsonl"))
+    finished = {d["debate_id"] for d in _lines(folder / "debates.jsonl")}
+    # a run cut off mid-debate keeps that debate's calls until --resume prunes them
+    replay = Replay([e for e in _lines(folder / "events.jsonl") if e["debate_id"] in finished])
     config = config.model_copy(update={"model": model})
     before = {d["item_id"]: d for d in _lines(folder / "debates.jsonl")}
     if json.loads((folder / "run.json").read_text())["status"] != "complete":  # a run to be continued

@@ -12,11 +12,11 @@ from debatekit.engine import Outcome
 from debatekit.registry import ProtocolError
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "results" / "examples"
-RUNS = sorted(p.parent for p in EXAMPLES.glob("*/run.json"))
+RUNS = sorted(p.parent for pattern in ("*/run.json", "lit-*/*/run.json") for p in EXAMPLES.glob(pattern))
 TYPED = ("arbitration", "cross_critique", "dynamics", "judge_refine", "patch_debate")
 
 
-@pytest.mark.parametrize("folder", RUNS, ids=lambda p: p.name)
+@pytest.mark.parametrize("folder", RUNS, ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_the_committed_examples_outputs_fit_their_protocols_output_model(folder):
     protocol = json.loads((folder / "run.json").read_text())["config"]["protocol"]
     spec = registry.get(protocol)
