@@ -34,7 +34,7 @@ async def measure(calls: int, block: int) -> dict:
     from debatekit.engine import Debate
     from debatekit.gateway import Gateway
     from debatekit.providers import litellm_module as _litellm
-    from debatekit.protocols.answers import IntegerAnswer
+    from debatekit.protocols.answers import spec_for
     from debatekit.trace import EVENTS_FILE, RunFolder
 
     litellm = _litellm()
@@ -42,6 +42,7 @@ async def measure(calls: int, block: int) -> dict:
     folder = RunFolder(Path(tempfile.mkdtemp(prefix="dk-overhead-")))
     gateway = Gateway(cache=None)
     item = Item(id="q1", question="What is the result of 1+3*4+2-5*6?", answer=-15)
+    IntegerAnswer = spec_for(item, "integer", "json").output  # the structured reply of a debate's agent
     debate = Debate(item, gateway=gateway, model=model, run_id="bench", debate_id="d1",
                     on_event=lambda e: folder.append(EVENTS_FILE, e), folder=None)
 

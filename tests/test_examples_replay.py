@@ -71,9 +71,10 @@ def test_committed_example_reproduces_from_its_recorded_replies(name, tmp_path):
     folder = EXAMPLES / name
     config = RunConfig.model_validate(json.loads((folder / "run.json").read_text())["config"])
     model = json.loads((folder / "run.json").read_text())["model"]
-    finished = {d["debate_id"] for d in _lines(folder / "debates.jsonl")}
-    # a run cut off mid-debate keeps that debate's calls until --resume prunes them
-    replay = Replay([e for e in _lines(folder / "events.jsonl") if e["debate_id"] in finished])
+    # the calls of each item's last recorded debate: a run cut off mid-debate keeps that debate's
+    # calls until --resume prunes them, and a resumed run keeps an item's earlier failed attempt
+    last = {(d["item_id"], d.get("seed")): d["debate_id"] for d in _lines(folder / "debates.jsonl")}
+    replay = Replay([e for e in _lines(folder / "events.jsonl") if e["debate_id"] in set(last.values())])
     config = config.model_copy(update={"model": model})
     before = {d["item_id"]: d for d in _lines(folder / "debates.jsonl")}
     if json.loads((folder / "run.json").read_text())["status"] != "complete":  # a run to be continued

@@ -4,7 +4,9 @@
 from the committed runs `results/examples/*-single-text/events.jsonl`; `data/embedded_replies.jsonl`
 holds more (multiple choice, from `results/examples/lit-commonsenseqa`), each with the item's
 options, its source line and the letter the reply states, read by hand (a marker-less reply such
-as "Therefore, the correct answer is A) action." followed by more prose included).
+as "Therefore, the correct answer is A) action." followed by more prose included). Four replies
+(`note`) conclude one option in prose and write another on their `Answer:` line; the line is the
+reply's answer, as the README's extraction rule says, and the rows pin that rule down.
 """
 
 from __future__ import annotations
@@ -129,7 +131,8 @@ MODEL_REPLIES = [
 EMBEDDED = [json.loads(line) for line in (Path(__file__).parent / "data" / "embedded_replies.jsonl").open()]
 
 
-@pytest.mark.parametrize("row", EMBEDDED, ids=[r["source"].rsplit("/", 2)[-2] + r["source"][-3:] for r in EMBEDDED])
+@pytest.mark.parametrize("row", EMBEDDED, ids=[r["source"].split("/")[-2] + ":" + r["source"].rsplit(":", 1)[1]
+                                         for r in EMBEDDED])
 def test_extractors_on_embedded_replies_collected_from_runs(row):
     assert extract(row["kind"], row["reply"], row["choices"]) == row["expected"]
 
