@@ -156,20 +156,35 @@ def test_readings_that_disagree_are_settled_by_the_mean_probability_and_a_tie_by
     assert tied.output["p_correct"] == pytest.approx(0.5) and tied.final_answer == as_run["answer"]
 
 
-def test_percent_probabilities_are_read_and_one_below_a_half_is_repaired(tmp_path, model_from):
-    calls = []
+def test_percent_probabilities_are_read_and_a_pick_without_a_usable_one_counts_as_undecided(tmp_path, model_from):
+    """The embedded model writes `Probability: 0` beside a clear pick, or no probability at all: the
+    pick stands at 0.5 (no confidence stated), what it wrote is kept, and nothing is a parse failure."""
+    stated = {"judge": "Probability: 85%", "judge_swapped": "Probability: 0"}
 
     def judge(req, shown):
-        calls.append(req.phase)
-        first = calls.count(req.phase) == 1
         letter = next(k for k, v in shown.items() if v == "yes")
-        if req.phase == "judge":
-            return f"Answer: {letter}\nProbability: 85%"
-        return f"Answer: {letter}\nProbability: 0.3" if first else f"Answer: {letter}\nProbability: 0.7"
+        return f"Answer: {letter}\n{stated[req.phase]}"
 
     (debate,) = go(tmp_path, model_from(roles([], verdict=judge)), yes_no_file(tmp_path / "d.jsonl"), rounds=1).debates
-    assert [j["probability"] for j in debate.output["judgements"]] == [0.85, 0.7]
-    assert debate.usage.parse_failures == 1 and debate.status == "ok"
+    readings = debate.output["judgements"]
+    assert [(j["probability"], j["stated_probability"]) for j in readings] == [(0.85, 0.85), (0.5, 0.0)]
+    assert debate.usage.parse_failures == 0 and debate.status == "ok" and debate.correct
+    assert debate.output["p_correct"] == pytest.approx((0.85 + 0.5) / 2)
+
+    stated["judge"] = "I am fairly sure."  # no probability line at all
+    (debate,) = go(tmp_path / "again", model_from(roles([], verdict=judge)), yes_no_file(tmp_path / "d.jsonl"),
+                   rounds=1).debates
+    assert [(j["probability"], j["stated_probability"]) for j in debate.output["judgements"]] == [(0.5, None),
+                                                                                                  (0.5, 0.0)]
+    assert debate.usage.parse_failures == 0 and debate.correct  # a tie: the as-run reading's pick
+
+
+def test_a_verdict_needs_an_answer_line_not_an_option_word_in_prose(tmp_path, model_from):
+    replies = iter(["I have no idea.\nProbability: 0.9", "Answer: B\nProbability: 0.9"])
+    model = model_from(roles([], verdict=lambda req, shown: next(replies)))
+    (debate,) = go(tmp_path, model, yes_no_file(tmp_path / "d.jsonl"), rounds=1, both_orders=False).debates
+    assert debate.usage.parse_failures == 1  # "no idea" was not read as the option "no"; the repair was
+    assert [j["letter"] for j in debate.output["judgements"]] == ["B"]
 
 
 # --- failures -----------------------------------------------------------------------------

@@ -36,6 +36,8 @@ Where debatekit departs from the official code, and why:
 - The judge's probability: the default official judge gives only a letter, and its optional
   probability comes from the A/B token log-probabilities, which debatekit's models may not give.
   The judge is asked for it instead: a last line `Probability: P` (0.5 to 1, for its chosen answer).
+  A pick with no readable probability, or one below 0.5, stands as undecided (0.5; what the judge
+  wrote is kept as `stated_probability`): a verdict is never lost for want of a number.
 - One final answer per debate: the code scores the two readings separately. Here the answer is
   the candidate with the higher mean probability over the readings (a tie goes to the as-run
   reading); each reading is kept in the output with its own correctness (`order_accuracy` is the

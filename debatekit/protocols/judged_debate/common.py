@@ -19,7 +19,8 @@ import string
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
+from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
 from debatekit.answer_kinds import LETTERS
@@ -257,16 +258,22 @@ def question_model(answer_format: str) -> type[BaseModel]:
 class Verdict(BaseModel):
     """A judge's decision: its reasoning, the letter it picks, and how likely that pick is right."""
 
+    # The pick is the verdict. A probability below 0.5 for the chosen answer (the embedded model
+    # writes `Probability: 0` beside a clear `Answer: B`), or none at all, states no usable
+    # confidence: the reading counts as undecided (0.5) and what the judge wrote is kept in `stated`.
+    # (A comment, not the docstring: the docstring is the JSON schema's description the judge reads.)
     thinking: str
     answer: Literal["A", "B"]
     probability: Probability
+    stated: SkipJsonSchema[float | None] = None
 
-    @field_validator("probability")
-    @classmethod
-    def _at_least_half(cls, value: float) -> float:
-        if value < 0.5:
-            raise ValueError("the probability of the chosen answer must be between 0.5 and 1")
-        return value
+    @model_validator(mode="after")
+    def _undecided_below_half(self) -> "Verdict":
+        if self.stated is None and "stated" not in self.model_fields_set:
+            self.stated = self.probability
+        if self.probability < 0.5:
+            self.probability = 0.5
+        return self
 
 
 @functools.lru_cache(maxsize=64)
@@ -280,13 +287,12 @@ def verdict_model(shown: tuple[str, str], answer_format: str) -> type[BaseModel]
 
         @classmethod
         def from_text(cls, text: str) -> Verdict:
-            letter = extract.extract("choice", text, list(shown))
+            # the verdict must be stated (an `Answer:` line), not guessed from prose ("no idea" is not "no")
+            letter = extract.extract("choice", text, list(shown)) if extract.MARKER.search(text) else None
             if letter not in ("A", "B"):
                 raise ValueError("no `Answer: A` or `Answer: B` line in the reply")
             chance = extract.probability(text)
-            if chance is None:
-                raise ValueError("no `Probability: P` line (P between 0.5 and 1) in the reply")
-            return cls(thinking=text, answer=letter, probability=chance)
+            return cls(thinking=text, answer=letter, probability=0.5 if chance is None else chance, stated=chance)
 
     return TextVerdict
 
@@ -316,6 +322,9 @@ class Judgement(BaseModel):
     answer: Any
     """The candidate it stands for, as the item's answer."""
     probability: float
+    """The probability this reading gives its pick: the judge's, or 0.5 when it stated none in [0.5, 1]."""
+    stated_probability: float | None = None
+    """What the judge wrote as its probability (None: nothing readable)."""
     correct: bool
 
 
@@ -352,7 +361,7 @@ async def judge(debate, setup: Setup, prompt: Callable[[bool], str], *, model: s
             position = LETTERS.index(turn.parsed.answer) ^ int(swapped)
             out.append(Judgement(order="swapped" if swapped else "as_run", letter=turn.parsed.answer,
                                  answer=setup.values[position], probability=turn.parsed.probability,
-                                 correct=position == setup.correct))
+                                 stated_probability=turn.parsed.stated, correct=position == setup.correct))
     if not out and all(t.completion.error_kind == "parse" for t in turns):
         raise ProtocolError(f"{protocol}: the judge gave no readable verdict ({turns[0].error})")
     return out
