@@ -21,7 +21,9 @@ def test_the_committed_examples_outputs_fit_their_protocols_output_model(folder)
     protocol = json.loads((folder / "run.json").read_text())["config"]["protocol"]
     spec = registry.get(protocol)
     for line in (folder / "debates.jsonl").read_text().splitlines():
-        spec.check_output(json.loads(line)["output"])
+        debate = json.loads(line)
+        if debate["status"] != "failed":  # a debate whose protocol raised keeps no output
+            spec.check_output(debate["output"])
 
 
 def test_a_protocol_without_an_output_model_accepts_any_output():
