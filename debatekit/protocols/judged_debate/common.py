@@ -269,7 +269,7 @@ class Verdict(BaseModel):
 
     @model_validator(mode="after")
     def _undecided_below_half(self) -> "Verdict":
-        if self.stated is None and "stated" not in self.model_fields_set:
+        if "stated" not in self.model_fields_set:  # JSON: the number it wrote is the one read
             self.stated = self.probability
         if self.probability < 0.5:
             self.probability = 0.5
