@@ -1,12 +1,16 @@
 """Final-answer extractors for free-text replies, one per answer kind.
 
 Every extractor first looks for the reply's last answer marker (`Answer:`, `answer is`,
-`final answer`, markdown emphasis ignored) and reads what follows it; only when there is no
-marker, or nothing usable after it, does it fall back to the whole reply. It returns None when
-it finds no answer (the caller counts that as a parse failure).
+`final answer`, markdown emphasis ignored) and reads what follows it. A marker followed by the
+placeholder `X` is the prompt's own instruction echoed back (`end with a last line `Answer: X`,
+where X is ...`) and is not an answer. When there is no marker, or nothing usable after it, the
+reply's last `\boxed{...}` is read, and only then the whole reply. It returns None when it finds
+no answer (the caller counts that as a parse failure).
 
 - integer / number: the last number of the segment; `$`, thousands commas and a trailing
-  period are ignored ("$1,250." is 1250); an integral value is returned as an int.
+  period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
+  counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
+  number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer.
 - yesno: after a marker, the first of yes / no / true / false; without one, the last
   standalone "yes" or "no" of the reply.
 - choice: after a marker, an option letter standing alone ("C", "(C)", "C)", "C.", "option C")
@@ -26,7 +30,9 @@ from typing import Any
 from debatekit.answer_kinds import LETTERS
 from debatekit.protocols.fields import as_probability
 
-MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?", re.IGNORECASE)
+MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
+BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
@@ -34,15 +40,15 @@ CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+
 
 def extract(kind: str, text: str, choices: list[str] | None = None) -> Any:
     """The final answer of `kind` in a free-text reply, or None if there is none."""
-    clean = text.replace("*", "").replace("\\boxed", " ").replace("\\(", " ").replace("\\)", " ")
-    tail = _after_marker(clean)
+    clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
     finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
               "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
-    if tail is not None:
-        found = finder(tail, True)
+    boxed = BOXED.findall(clean)
+    for segment in (_after_marker(clean), boxed[-1] if boxed else None):
+        found = finder(segment, True) if segment is not None else None
         if found is not None:
             return found
-    return finder(clean, False)
+    return finder(clean.replace("\\boxed", " "), False)
 
 
 def confidence(text: str) -> float | None:
@@ -65,6 +71,8 @@ def _number(segment: str, marked: bool) -> int | float | None:
     plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", ""))
     if marked:
         plain = plain.strip().split("\n")[0]
+    else:
+        plain = LIST_ITEM.sub(" ", plain)
     numbers = NUMBER.findall(plain)
     if not numbers:
         return None

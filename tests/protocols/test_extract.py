@@ -49,6 +49,17 @@ INTEGER = [
     ("", None),
     ("Each box holds 24. 24 * 5 = 120 in total.\nAnswer: 120 cookies.", 120),
     ("Answer: 0", 0),
+    # a `*` is a multiplication sign as often as markdown: 13*1 is not 131
+    ("The question was: What is the result of 27+12*24+28-13*1?", 1),
+    # a reply that ends by echoing the prompt's instruction: its placeholder `Answer: X` is no answer,
+    # and the reply's \boxed{} is read before its last number
+    ("343 - 13 = 320\n\nSo the result is \\(\\boxed{320}\\).\n\nThe question was: What is the result of "
+     "27+12*24+28-13*1?\n\nGive your reasoning, then end with a last line `Answer: X`, where X is the number "
+     "alone, without units.", 320),
+    ("Answer: 12\n\nGive your reasoning, then end with a last line `Answer: X`, where X is the number alone.", 12),
+    # a reply cut off in a numbered list: the list item's number is not an answer
+    ("11. Cost of the eleventh glass = $5\n12. Cost of the twelfth glass = 0.60 * $5 = $3\n13. Cost of the", 3),
+    ("Steps:\n1. Add the two.\n2. Multiply.", None),
 ]
 
 YESNO = [
@@ -82,6 +93,8 @@ YESNO = [
     ("Yes! Answer: no", "no"),
     ("The answer is No, since the dates do not overlap.", "no"),
     ("Answer: **yes**", "yes"),
+    ("So it could not.\nAnswer: no\n\nThen end with a last line `Answer: X`, where X is yes or no.", "no"),
+    ("The answer is \\boxed{No}.\nEnd with `Answer: X`, where X is yes or no.", "no"),
 ]
 
 CHOICES = ["greedy", "worry", "have knowledge", "take charge", "boss"]
@@ -116,6 +129,8 @@ CHOICE = [
     ("Answer: D - take charge", "D"),
     ("The best fit is (B).", "B"),
     ("Answer: b) worry", "B"),
+    ("Therefore, the answer is: A\n\nThe question was: ...\nA) greedy\nE) boss\n\nGive your reasoning, then "
+     "end with a last line `Answer: X`, where X is the letter of one option.", "A"),
 ]
 
 # Replies of the embedded model, verbatim from results/examples/<dataset>-single-text/events.jsonl;
