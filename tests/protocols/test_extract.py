@@ -2,11 +2,14 @@
 
 `MODEL_REPLIES` holds replies of the embedded model (qwen2.5-coder-1.5b-instruct) copied verbatim
 from the committed runs `results/examples/*-single-text/events.jsonl`; `data/embedded_replies.jsonl`
-holds more (multiple choice, from `results/examples/lit-commonsenseqa`), each with the item's
-options, its source line and the letter the reply states, read by hand (a marker-less reply such
-as "Therefore, the correct answer is A) action." followed by more prose included). Four replies
-(`note`) conclude one option in prose and write another on their `Answer:` line; the line is the
-reply's answer, as the README's extraction rule says, and the rows pin that rule down.
+holds more, each with its source line and the answer read by hand: multiple choice (from
+`results/examples/lit-commonsenseqa`, with the item's options; a marker-less reply such as
+"Therefore, the correct answer is A) action." followed by more prose included), and integers
+(from the README's arithmetic runs and `gsm8k-single-text`, debate revisions that echo the prompt
+included). Four choice replies (`note`) conclude one option in prose and write another on their
+`Answer:` line; the line is the reply's answer, as the README's extraction rule says, and the rows
+pin that rule down. Two integer replies (`note`) have no answer a reader can name (one copies
+the prompt, one is cut off); their rows pin what the rule reads.
 """
 
 from __future__ import annotations
@@ -152,8 +155,9 @@ def test_extractors_on_embedded_replies_collected_from_runs(row):
     assert extract(row["kind"], row["reply"], row["choices"]) == row["expected"]
 
 
-def test_the_collected_replies_cover_multiple_choice():
-    assert sum(r["kind"] == "choice" for r in EMBEDDED) >= 30
+@pytest.mark.parametrize("kind", ["choice", "integer"])
+def test_the_collected_replies_cover_each_answer_type_collected(kind):
+    assert sum(r["kind"] == kind for r in EMBEDDED) >= 30
 
 
 @pytest.mark.parametrize("kind, choices, reply, expected", MODEL_REPLIES)
