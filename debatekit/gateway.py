@@ -10,7 +10,10 @@ It never raises for provider or output problems; it records them:
   are not retried; until a model has answered once its calls go one at a time, and when its
   first calls all fail with the same such error the model is marked dead (`Gateway.dead`), its
   later calls fail without reaching the provider, and the runner stops the run;
-- structured output that does not validate gets one repair round, then a parse failure;
+- structured output that does not validate gets one repair round, then a parse failure; when the
+  reply was cut off at `max_tokens` (the provider's `finish_reason` is `length`), the repair
+  request says so and asks for a short reply (fault `cut_off`), since asking a model to "reply
+  again" after its reasoning ran out of room gets the same cut-off reply, or a refusal;
 - replies are cached on disk (debatekit's own cache) so a re-run makes zero model calls;
 - a semaphore per model bounds the calls in flight.
 
@@ -48,6 +51,8 @@ REPAIR_PROMPT = (
     "Your previous reply could not be used: {error}\n"
     "Reply again with only a JSON object that matches the required schema."
 )
+CUT_OFF_NOTE = ("\nYour previous reply reached the limit of {max_tokens} tokens and was cut off before its end. "
+                "Keep this reply short: at most a few sentences of reasoning, then the final line(s) asked for.")
 
 
 class ModelError(ValueError):
@@ -253,10 +258,16 @@ class Gateway:
                 error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
+                cut_off = reply.get("finish_reason") == "length"
+                if cut_off:
+                    done.faults.append("cut_off")
+                    error += f" (the reply was cut off at the {params['max_tokens']}-token limit)"
                 if repair == 1:
                     done.error, done.error_kind = f"parse: {error}", "parse"
-                messages = [*messages, {"role": "assistant", "content": done.text},
-                            {"role": "user", "content": getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error)}]
+                request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error)
+                if cut_off:
+                    request += CUT_OFF_NOTE.format(max_tokens=params["max_tokens"])
+                messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started
         return done
 
@@ -332,6 +343,7 @@ class Gateway:
                 cost = None
         return {
             "text": redact(reply.choices[0].message.content or ""),  # a proxy may echo the key it was sent
+            "finish_reason": getattr(reply.choices[0], "finish_reason", None),  # "length": cut off at max_tokens
             "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
             "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
             "cached_tokens": getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,

@@ -63,8 +63,10 @@ _FIRST_CALL_IMPORTS = ("litellm.litellm_core_utils.default_encoding", "litellm.p
 
 
 def _fill(litellm, model_response, model: str, text: str, prompt_tokens: int, completion_tokens: int,
-          cached_tokens: int | None = None, timings: dict | None = None):
+          cached_tokens: int | None = None, timings: dict | None = None, finish_reason: str | None = None):
     model_response.choices[0].message.content = text
+    if finish_reason:
+        model_response.choices[0].finish_reason = finish_reason
     model_response.model = model
     # llama.cpp's per-request timings travel as extra usage fields (litellm's Usage keeps them)
     seconds = {} if timings is None else {"prompt_seconds": (timings.get("prompt_ms") or 0.0) / 1000,
@@ -100,7 +102,8 @@ def _local_provider(litellm):
             usage = reply.get("usage", {})
             return _fill(litellm, kwargs["model_response"], model, reply["choices"][0]["message"]["content"] or "",
                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),
-                         (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0), reply.get("timings") or {})
+                         (usage.get("prompt_tokens_details") or {}).get("cached_tokens", 0), reply.get("timings") or {},
+                         reply["choices"][0].get("finish_reason"))
 
     return LocalProvider()
 

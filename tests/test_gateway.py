@@ -1,4 +1,6 @@
 import asyncio
+import re
+from typing import ClassVar
 
 import pytest
 
@@ -156,3 +158,56 @@ def test_a_local_model_timeout_is_not_retried(monkeypatch):
     monkeypatch.setattr(gateway, "_call", slow_call)
     c = asyncio.run(gateway.complete("local/qwen2.5-coder-1.5b-instruct", MSG, Num, timeout=0.05))
     assert c.error_kind == "timeout" and len(calls) == 1
+
+
+class Said(BaseModel):
+    """A free-text answer: the reply must end with `Answer: N`."""
+
+    answer: int
+    repair_prompt: ClassVar[str] = "Could not read your answer: {error}\nEnd with a line `Answer: N`."
+
+    @classmethod
+    def from_text(cls, text: str) -> "Said":
+        found = re.findall(r"Answer: (\d+)", text)
+        if not found:
+            raise ValueError("no `Answer:` line")
+        return cls(answer=int(found[-1]))
+
+
+def _replies(gateway, *replies):
+    """Make the gateway's provider answer with `replies` (text, finish_reason) in turn; returns the requests."""
+    sent, queue = [], list(replies)
+
+    async def fake_call(model, messages, params, fmt):
+        sent.append(messages)
+        text, finish = queue.pop(0)
+        return {"text": text, "finish_reason": finish, "prompt_tokens": 10, "completion_tokens": 7, "cost": 0.0}
+
+    gateway._call = fake_call
+    return sent
+
+
+def test_a_reply_cut_off_at_max_tokens_is_repaired_with_a_request_to_keep_it_short():
+    gateway = Gateway()
+    sent = _replies(gateway, ("<thinking> First, the debaters disagree about", "length"), ("Short: 4.\nAnswer: 4", "stop"))
+    c = complete(gateway, "scripted/cut", output=Said, max_tokens=64)
+    assert c.ok and c.parsed.answer == 4 and c.faults == ["parse", "cut_off"]
+    repair = sent[1][-1]["content"]
+    assert repair.startswith("Could not read your answer: no `Answer:` line (the reply was cut off at the 64-token limit)")
+    assert "limit of 64 tokens" in repair and "Keep this reply short" in repair
+
+
+def test_a_reply_that_ended_on_its_own_gets_the_plain_repair():
+    gateway = Gateway()
+    sent = _replies(gateway, ("I think it is four.", "stop"), ("Answer: 4", "stop"))
+    c = complete(gateway, "scripted/plain", output=Said)
+    assert c.ok and c.faults == ["parse"]
+    assert sent[1][-1]["content"] == "Could not read your answer: no `Answer:` line\nEnd with a line `Answer: N`."
+
+
+def test_a_reply_cut_off_twice_is_a_parse_failure_that_says_so():
+    gateway = Gateway()
+    _replies(gateway, ("<thinking> one", "length"), ("<thinking> two", "length"))
+    c = complete(gateway, "scripted/cut-twice", output=Said, max_tokens=32)
+    assert c.error_kind == "parse" and c.faults == ["parse", "cut_off", "parse", "cut_off"]
+    assert c.error == "parse: no `Answer:` line (the reply was cut off at the 32-token limit)"
