@@ -5,8 +5,8 @@ from the committed runs `results/examples/*-single-text/events.jsonl`; `data/emb
 holds more, each with its source line and the answer read by hand: multiple choice (from
 `results/examples/lit-commonsenseqa`, with the item's options; a marker-less reply such as
 "Therefore, the correct answer is A) action." followed by more prose included), and integers
-(from the README's arithmetic runs and `gsm8k-single-text`, debate revisions that echo the prompt
-included). Four choice replies (`note`) conclude one option in prose and write another on their
+(from the README's arithmetic runs as committed at `1be12a2`, and `gsm8k-single-text`; debate
+revisions that echo the prompt included). Four choice replies (`note`) conclude one option in prose and write another on their
 `Answer:` line; the line is the reply's answer, as the README's extraction rule says, and the rows
 pin that rule down. Two integer replies (`note`) have no answer a reader can name (one copies
 the prompt, one is cut off); their rows pin what the rule reads.
