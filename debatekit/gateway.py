@@ -11,7 +11,8 @@ It never raises for provider or output problems; it records them:
   first calls all fail with the same such error the model is marked dead (`Gateway.dead`), its
   later calls fail without reaching the provider, and the runner stops the run;
 - structured output that does not validate gets one repair round, then a parse failure; when the
-  reply was cut off at `max_tokens` (the provider's `finish_reason` is `length`), the repair
+  reply was cut off at `max_tokens` (the provider's `finish_reason` is `length`, or it gives
+  none and the reply used every allowed token), the repair
   request says so and asks for a short reply (fault `cut_off`), since asking a model to "reply
   again" after its reasoning ran out of room gets the same cut-off reply, or a refusal;
 - replies are cached on disk (debatekit's own cache) so a re-run makes zero model calls;
@@ -258,7 +259,7 @@ class Gateway:
                 error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
-                cut_off = reply.get("finish_reason") == "length"
+                cut_off = _cut_off(reply, params["max_tokens"])
                 if cut_off:
                     done.faults.append("cut_off")
                     error += f" (the reply was cut off at the {params['max_tokens']}-token limit)"
@@ -356,6 +357,14 @@ class Gateway:
         if model not in self._semaphores:
             self._semaphores[model] = asyncio.Semaphore(self.concurrency or policy(model).concurrency())
         return self._semaphores[model]
+
+
+def _cut_off(reply: dict, max_tokens: int) -> bool:
+    """Whether a reply stopped at the token limit: the provider says so (`finish_reason` "length"),
+    or, where it says nothing (a reply cached before debatekit kept the reason, a provider that
+    omits it), the reply used every token it was allowed."""
+    reason = reply.get("finish_reason")
+    return reason == "length" or (reason is None and reply.get("completion_tokens", 0) >= max_tokens)
 
 
 def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:

@@ -211,3 +211,19 @@ def test_a_reply_cut_off_twice_is_a_parse_failure_that_says_so():
     c = complete(gateway, "scripted/cut-twice", output=Said, max_tokens=32)
     assert c.error_kind == "parse" and c.faults == ["parse", "cut_off", "parse", "cut_off"]
     assert c.error == "parse: no `Answer:` line (the reply was cut off at the 32-token limit)"
+
+
+def test_a_reply_with_no_finish_reason_that_used_every_allowed_token_counts_as_cut_off():
+    gateway = Gateway()
+    sent, queue = [], [{"text": "<thinking> a long way", "completion_tokens": 64}, {"text": "Answer: 4", "completion_tokens": 3}]
+
+    async def fake_call(model, messages, params, fmt):  # a cached reply from before finish_reason was kept
+        sent.append(messages)
+        return {"prompt_tokens": 10, "cost": 0.0, **queue.pop(0)}
+
+    gateway._call = fake_call
+    c = complete(gateway, "scripted/old-cache", output=Said, max_tokens=64)
+    assert c.ok and c.faults == ["parse", "cut_off"] and "Keep this reply short" in sent[1][-1]["content"]
+    short = Gateway()
+    _replies(short, ("no answer here", None), ("Answer: 4", None))
+    assert complete(short, "scripted/short", output=Said, max_tokens=64).faults == ["parse"]  # 7 of 64 tokens used
