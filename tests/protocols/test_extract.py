@@ -6,7 +6,8 @@ holds more, each with its source line and the answer read by hand: multiple choi
 `results/examples/lit-commonsenseqa`, with the item's options; a marker-less reply such as
 "Therefore, the correct answer is A) action." followed by more prose included), and integers
 (from the README's arithmetic runs as committed at `1be12a2`, and `gsm8k-single-text`; debate
-revisions that echo the prompt included). Four choice replies (`note`) conclude one option in prose and write another on their
+revisions that echo the prompt included), and yes/no (all 30 replies of
+`strategyqa-single-text`, two of them cut off with no answer). Four choice replies (`note`) conclude one option in prose and write another on their
 `Answer:` line; the line is the reply's answer, as the README's extraction rule says, and the rows
 pin that rule down. Two integer replies (`note`) have no answer a reader can name (one copies
 the prompt, one is cut off); their rows pin what the rule reads.
@@ -155,7 +156,7 @@ def test_extractors_on_embedded_replies_collected_from_runs(row):
     assert extract(row["kind"], row["reply"], row["choices"]) == row["expected"]
 
 
-@pytest.mark.parametrize("kind", ["choice", "integer"])
+@pytest.mark.parametrize("kind", ["choice", "integer", "yesno"])
 def test_the_collected_replies_cover_each_answer_type_collected(kind):
     assert sum(r["kind"] == kind for r in EMBEDDED) >= 30
 
