@@ -259,15 +259,14 @@ class Gateway:
                 error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
-                cut_off = _cut_off(reply, params["max_tokens"])
-                if cut_off:
+                note = ""
+                if _cut_off(reply, params["max_tokens"]):
                     done.faults.append("cut_off")
                     error += f" (the reply was cut off at the {params['max_tokens']}-token limit)"
+                    note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"])
                 if repair == 1:
                     done.error, done.error_kind = f"parse: {error}", "parse"
-                request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error)
-                if cut_off:
-                    request += CUT_OFF_NOTE.format(max_tokens=params["max_tokens"])
+                request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
                 messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started
         return done

@@ -175,13 +175,14 @@ class Said(BaseModel):
 
 
 def _replies(gateway, *replies):
-    """Make the gateway's provider answer with `replies` (text, finish_reason) in turn; returns the requests."""
+    """Make the gateway's provider answer with `replies` (text, finish_reason[, completion_tokens: 7])
+    in turn; returns the requests."""
     sent, queue = [], list(replies)
 
     async def fake_call(model, messages, params, fmt):
         sent.append(messages)
-        text, finish = queue.pop(0)
-        return {"text": text, "finish_reason": finish, "prompt_tokens": 10, "completion_tokens": 7, "cost": 0.0}
+        text, finish, tokens = (*queue.pop(0), 7)[:3]
+        return {"text": text, "finish_reason": finish, "prompt_tokens": 10, "completion_tokens": tokens, "cost": 0.0}
 
     gateway._call = fake_call
     return sent
@@ -214,14 +215,8 @@ def test_a_reply_cut_off_twice_is_a_parse_failure_that_says_so():
 
 
 def test_a_reply_with_no_finish_reason_that_used_every_allowed_token_counts_as_cut_off():
-    gateway = Gateway()
-    sent, queue = [], [{"text": "<thinking> a long way", "completion_tokens": 64}, {"text": "Answer: 4", "completion_tokens": 3}]
-
-    async def fake_call(model, messages, params, fmt):  # a cached reply from before finish_reason was kept
-        sent.append(messages)
-        return {"prompt_tokens": 10, "cost": 0.0, **queue.pop(0)}
-
-    gateway._call = fake_call
+    gateway = Gateway()  # no finish_reason: a reply cached before debatekit kept it
+    sent = _replies(gateway, ("<thinking> a long way", None, 64), ("Answer: 4", None, 3))
     c = complete(gateway, "scripted/old-cache", output=Said, max_tokens=64)
     assert c.ok and c.faults == ["parse", "cut_off"] and "Keep this reply short" in sent[1][-1]["content"]
     short = Gateway()
