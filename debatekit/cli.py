@@ -78,7 +78,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="seconds per model call (default: 120 for a provider, 900 for a local/ model)")
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
     run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
-    run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     protocols = sub.add_parser("protocols", help="list protocols and their parameters")

@@ -279,6 +279,9 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> Ru
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
         record = folder.read_run()
+        if _extends(record, config):  # the first items are the same, so the finished ones still count
+            record.config = record.config.model_copy(update={"limit": config.limit})
+            record.config_hash = config_hash(config)
         if record.config_hash != config_hash(config):
             raise RunFolderError(f"cannot resume {folder.path}: its configuration differs "
                                  f"({_config_diff(record, config)})")
@@ -292,6 +295,13 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> Ru
                            model=config.run_model, dataset=info)
     folder.write_run(record)
     return record
+
+
+def _extends(record: RunRecord, config: RunConfig) -> bool:
+    """Whether `config` is the run's configuration with a higher --limit (or none): a resume may grow a run."""
+    before, after = record.config.limit, config.limit
+    grows = before is not None and (after is None or after > before)
+    return grows and config_hash(config.model_copy(update={"limit": before})) == record.config_hash
 
 
 def _config_diff(record: RunRecord, config: RunConfig) -> str:

@@ -54,13 +54,29 @@ def test_resume_skips_finished_items(tmp_path, arithmetic_file, model_from):
     run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", progress=False)
     assert set(asked) == {"q1", "q2"}
     asked.clear()
-    with pytest.raises(RunFolderError, match="configuration differs"):
-        run(config(arithmetic_file, model, cache=False), tmp_path / "r", resume=True, progress=False)
+    with pytest.raises(RunFolderError, match=r"configuration differs \(params.rounds: 2 -> 3\)"):
+        run(config(arithmetic_file, model, limit=2, cache=False).model_copy(update={"params": {"agents": 2, "rounds": 3}}),
+            tmp_path / "r", resume=True, progress=False)
     # the same config, with one debate line removed as if the run had been killed
     path = tmp_path / "r" / "debates.jsonl"
     path.write_text(path.read_text().splitlines()[0] + "\n" + '{"torn": ')
     result = run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
     assert len(set(asked)) == 1 and sorted(d.item_id for d in result.debates) == ["q1", "q2"]
+
+
+def test_resume_may_raise_the_limit_but_not_lower_it(tmp_path, arithmetic_file, model_from):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or answer(10))
+    run(config(arithmetic_file, model, limit=1, cache=False), tmp_path / "r", progress=False)
+    asked.clear()
+    result = run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
+    assert set(asked) == {"q2"} and sorted(d.item_id for d in result.debates) == ["q1", "q2"]
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["config"]["limit"] == 2 and record["summary"]["items"] == 2
+    result = run(config(arithmetic_file, model, cache=False), tmp_path / "r", resume=True, progress=False)
+    assert sorted(d.item_id for d in result.debates) == ["q1", "q2", "q3"]
+    with pytest.raises(RunFolderError, match="limit: None -> 2"):  # fewer items would strand finished ones
+        run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
 
 
 def test_existing_run_folder_is_not_overwritten(tmp_path, arithmetic_file, model_from):
