@@ -128,6 +128,9 @@ def test_engine_timings_reach_every_call_event(tmp_path, monkeypatch):
     rounds = local_engine.by_round(first.path)
     assert [(r["round"], r["calls"], r["reuse"], r["prompt_seconds"]) for r in rounds] == [
         (1, 4, 0.3, 2.0), (2, 4, 0.3, 4.0)]
+    # each round-2 prompt opens with the agent's round-1 prompt (200) and reply (20): 220 of its 400 tokens
+    assert "reuse_ceiling" not in rounds[0]
+    assert (rounds[1]["own_tokens"], rounds[1]["reuse_ceiling"], rounds[1]["of_ceiling"]) == (880, 0.55, 0.545)
     # the same run again comes from debatekit's response cache: no engine time is claimed for it
     again = run(config, tmp_path / "b", progress=False)
     cached = [json.loads(line) for line in (again.path / "events.jsonl").read_text().splitlines()]
@@ -153,6 +156,19 @@ def test_the_benchmark_tells_an_engine_difference_from_an_inherited_one(tmp_path
     assert local_engine.same_replies(before, after) == {
         "calls_compared": 3, "identical_replies": 1, "different_reply_after_identical_prompt": 1,
         "calls_only_in_one_side": 1}
+
+
+def test_the_reuse_ceiling_is_each_agents_own_previous_conversation(tmp_path):
+    rows = [_event("a1", 1, "x", prompt_tokens=100, completion_tokens=50, cached_tokens=0),
+            _event("a2", 1, "y", prompt_tokens=100, completion_tokens=30, cached_tokens=90),
+            {**_event("a1", 1, "x", prompt_tokens=100, completion_tokens=10), "debate_id": "other"},
+            _event("a1", 2, "z", prompt_tokens=400, completion_tokens=5, cached_tokens=149),
+            _event("a2", 2, "w", prompt_tokens=400, completion_tokens=5, cached_tokens=100),
+            _event("a1", 3, "v", prompt_tokens=300, completion_tokens=5, cached_tokens=300)]
+    rounds = {r["round"]: r for r in local_engine.by_round(_events(tmp_path / "run", rows))}
+    assert rounds[2]["own_tokens"] == 150 + 130 and rounds[2]["reuse_ceiling"] == round(280 / 800, 3)
+    assert rounds[2]["of_ceiling"] == round(249 / 280, 3)
+    assert rounds[3]["own_tokens"] == 300  # capped at the prompt: a conversation cannot reuse more than it sends
 
 
 def test_predicted_wall_scales_the_prompt_share_by_the_tokens_no_longer_processed():
