@@ -16,7 +16,8 @@ no answer (the caller counts that as a parse failure).
 - choice: after a marker, an option letter standing alone ("C", "(C)", "C)", "C.", "option C")
   or else the text of one option (the longest that appears); without a marker, the last letter
   written as "(C)" / "option C" / "C)", else the option text that appears last.
-- text: the segment after the marker (its first line), else the last non-empty line.
+- text: the segment after the marker (its first line), else the last non-empty line; a
+  `\boxed{...}` in it is read as its content.
 
 `confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same
 way: the last such line of the reply.
@@ -117,6 +118,7 @@ def _option_text(segment: str, choices: list[str], first: bool) -> str | None:
 
 
 def _text(segment: str, marked: bool) -> str | None:
+    segment = BOXED.sub(r"\1", segment)  # `Answer: \boxed{Paris}` answers Paris
     lines = [line.strip() for line in segment.strip().split("\n") if line.strip()]
     if not lines:
         return None

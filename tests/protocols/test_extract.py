@@ -185,6 +185,17 @@ def test_tables_have_at_least_30_replies_per_answer_type():
     assert min(len(INTEGER), len(YESNO), len(CHOICE)) >= 30 and MODEL_REPLIES
 
 
+@pytest.mark.parametrize("reply, expected", [
+    ("The capital is Paris.\nAnswer: Paris", "Paris"),
+    ("Answer: \\boxed{Lyon}.", "Lyon"),
+    ("So it is \\boxed{Nice}", "Nice"),
+    ("Paris, surely.\n\nFinal answer is Marseille.", "Marseille"),
+    ("Just a line\nand the last one.", "and the last one"),
+])
+def test_text_extractor(reply, expected):
+    assert extract("text", reply) == expected
+
+
 @pytest.mark.parametrize("reply, label, expected", [
     ("Preference: yes\nSide: negative\nAnswer: B", "side", "negative"),
     ("**Confidence:** 0.8.", "confidence", "0.8"),
