@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Annotated, Any
 
-from pydantic import BeforeValidator, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 
 def _from_percent(value: Any) -> Any:
@@ -38,3 +39,38 @@ def as_probability(value: Any) -> float | None:
         return None
     value = _from_percent(float(value))
     return value if 0 <= value <= 1 else None
+
+
+def uncapped(model: type[BaseModel]) -> type[BaseModel]:
+    """`model` with every `maxLength` taken out of the JSON schema it sends; fields and parsing unchanged.
+
+    The seed protocols cap their reply models' text fields in the schema (a `json_schema_extra`
+    `maxLength`, which a local engine turns into a grammar and pydantic never checks), so their
+    `text_caps=false` sends this instead and leaves the call's token budget as the only bound. The
+    name stays the model's, so the response format reads the same apart from the caps.
+    """
+    return _uncapped(model)
+
+
+@functools.cache
+def _uncapped(model: type[BaseModel]) -> type[BaseModel]:
+    class Uncapped(model):  # type: ignore[misc, valid-type]
+        @classmethod
+        def model_json_schema(cls, *args, **kwargs) -> dict[str, Any]:
+            return _without_max_length(super().model_json_schema(*args, **kwargs))
+
+    Uncapped.__name__ = Uncapped.__qualname__ = model.__name__
+    return Uncapped
+
+
+def _without_max_length(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {k: _without_max_length(v) for k, v in node.items() if not (k == "maxLength" and node.get("type") == "string")}
+    if isinstance(node, list):
+        return [_without_max_length(v) for v in node]
+    return node
+
+
+def caps(keep: bool):
+    """The reply-model transform of a protocol's `text_caps` parameter: the model itself, or `uncapped`."""
+    return (lambda model: model) if keep else uncapped

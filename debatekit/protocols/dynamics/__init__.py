@@ -28,6 +28,7 @@ from debatekit.protocols.dynamics.retrieval import KnowledgeBase, Retriever, chu
 from debatekit.protocols.dynamics.rules import (
     LETTERS, BreakerLimits, Convergence, Escalation, Thresholds, breaker, convergence, council_verdict, escalate,
     fallback_synthesis, option_letter, stance_hash)
+from debatekit.protocols.fields import caps
 from debatekit.registry import Node, protocol
 from debatekit.trace import now
 
@@ -86,9 +87,14 @@ def dynamics(
     evidence_chars: Annotated[int, Field(ge=50)] = 300,
     knowledge_dir: str | None = None,
     temperature: float = 0.7,
+    text_caps: bool = True,
 ):
-    """Routed debate: convergence checkpoints, circuit breaker, timeouts, internal RAG, council/human escalation."""
-    cfg = SimpleNamespace(**locals())
+    """Routed debate: convergence checkpoints, circuit breaker, timeouts, internal RAG, council/human escalation.
+
+    `text_caps=false` sends the reply models without their character caps (`fields.uncapped`): the
+    run's `--max-tokens` is then the only bound on a reply.
+    """
+    cfg = SimpleNamespace(**locals(), out=caps(text_caps))
 
     async def run(item, debate) -> Outcome:
         return await Session(cfg, item, debate).run()
@@ -170,7 +176,7 @@ class Session:
         user = P.ROUTER.format(question=item.question, options=self.options, reversible={
             True: "yes", False: "no", None: "unknown"}[item.reversible],
             value="unknown" if item.value_at_risk is None else f"${item.value_at_risk:,.0f}")
-        turn = await self.debate.ask("router", [{"role": "user", "content": user}], Route, phase="routing",
+        turn = await self.debate.ask("router", [{"role": "user", "content": user}], self.cfg.out(Route), phase="routing",
                                      temperature=0.0, timeout=min(self.cfg.agent_timeout_s, self.left()))
         return turn.parsed.route if turn.ok else "debate"
 
@@ -246,7 +252,7 @@ class Session:
         began, current = d.elapsed, dict(self.latest)
 
         def ask(agent: str, timeout: float):
-            return d.ask(agent, self.messages(agent, phase, conv, current), Position if number == 1 else Rebuttal,
+            return d.ask(agent, self.messages(agent, phase, conv, current), c.out(Position if number == 1 else Rebuttal),
                          phase=phase, round=number, temperature=c.temperature, sample=sample, timeout=timeout)
 
         if phase == "rebuttal":
@@ -307,7 +313,7 @@ class Session:
                 f"disputed: {', '.join(conv.divergent) or 'nothing'})")
             user = P.SYNTHESIS.format(question=self.item.question, options=self.options, positions=positions,
                                       convergence=convergence, breaker=note)
-            turn = await d.ask("synthesizer", [{"role": "user", "content": user}], Synthesis, phase="synthesis",
+            turn = await d.ask("synthesizer", [{"role": "user", "content": user}], c.out(Synthesis), phase="synthesis",
                                temperature=0.2, timeout=min(c.agent_timeout_s, self.left()))
             if turn.ok and option_letter(turn.parsed.recommendation, self.item.options):
                 out = turn.parsed.model_dump()
@@ -333,7 +339,7 @@ class Session:
         evidence = self.evidence(None, shared)
         turns = await d.gather((d.ask(m, [{"role": "user", "content": P.COUNCIL.format(
             member=m, size=len(members), question=self.item.question, options=self.options, evidence=evidence,
-            context=context)}], Vote, phase="council", temperature=c.temperature, timeout=c.council_timeout_s)
+            context=context)}], c.out(Vote), phase="council", temperature=c.temperature, timeout=c.council_timeout_s)
             for m in members), timeout=c.council_timeout_s)
         votes = [{"member": t.agent, "recommendation": option_letter(t.parsed.recommendation, self.item.options),
                   "confidence": t.parsed.confidence, "rationale": t.parsed.rationale} if t.ok else

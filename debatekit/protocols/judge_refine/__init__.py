@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from debatekit.budget import reply_tokens
 from debatekit.engine import Outcome, plateau
-from debatekit.protocols.fields import Probability
+from debatekit.protocols.fields import Probability, caps
 from debatekit.protocols.judge_refine import hypotheses as logic
 from debatekit.protocols.judge_refine.prompts import (
     FOCUS, GRADE_PROMPT, JUDGE_SYSTEM, initial_prompt, judge_prompt, messages, refine_prompt)
@@ -139,14 +139,19 @@ def judge_refine(
     score_with_judge: bool = False,
     models: dict[str, str] = {},
     judge_model: str | None = None,
+    text_caps: bool = True,
 ):
-    """Reasoners propose root-cause hypotheses; a judge scores them; agents refine until plateau."""
+    """Reasoners propose root-cause hypotheses; a judge scores them; agents refine until plateau.
+
+    `text_caps=false` sends the reply models without their character caps (`fields.uncapped`); each
+    call's token budget, derived from the schema, grows to match (a string with no cap counts
+    `budget.UNBOUNDED_STRING` characters)."""
     names, focus_of = _reasoners(agents, focus)
     if "judge" in models and "judge" not in names:
         warnings.warn("judge_refine: models['judge'] is now judge_model; the old key goes in the next release",
                       DeprecationWarning, stacklevel=2)
         judge_model = judge_model or models["judge"]
-    cfg = SimpleNamespace(**locals(), hyp_model=hypotheses_model(hypotheses))
+    cfg = SimpleNamespace(**locals(), hyp_model=hypotheses_model(hypotheses), out=caps(text_caps))
 
     async def run(item, debate) -> Outcome:
         return await Session(cfg, item, debate).run()
@@ -173,7 +178,7 @@ class Session:
                   "convergence_achieved": reason in ("plateau", "consensus"), "total_rounds": len(self.rounds_out),
                   "improvement_trajectory": [r["top_hypothesis"] and r["top_hypothesis"]["judge_score"]
                                              for r in self.rounds_out]}
-        correct, score = await _score(d, self.item, final, c.score_with_judge, c.models.get("grader"))
+        correct, score = await _score(d, self.item, final, c.score_with_judge, c.models.get("grader"), c.out(Grade))
         unscored = final is None or final["judge_score"] is None
         return Outcome(final_answer=final and final["hypothesis"], output=output, correct=correct, score=score,
                        converged=output["convergence_achieved"], needs_human_review=unscored,
@@ -182,7 +187,7 @@ class Session:
     def ask(self, name: str, r: int, refine: bool):
         c, d, item = self.cfg, self.debate, self.item
         prompt = refine_prompt(name, self.tops) if refine else initial_prompt(c.hypotheses)
-        schema, phase = (RefinedHypothesis, "refine") if refine else (c.hyp_model, "hypothesize")
+        schema, phase = (c.out(RefinedHypothesis), "refine") if refine else (c.out(c.hyp_model), "hypothesize")
         return d.ask(name, messages(name, c.focus_of[name], item, c.judge_log_lines, prompt), schema, phase=phase,
                      round=r, temperature=c.temperature, model=c.models.get(name), max_tokens=reply_tokens(schema))
 
@@ -218,7 +223,7 @@ class Session:
             result["error"] = "no hypotheses to judge"
             return result
         prompt = judge_prompt(item, shown, c.judge_log_lines)
-        verdict_model = judge_schema([s["label"] for s in shown])
+        verdict_model = c.out(judge_schema([s["label"] for s in shown]))
         turn = await d.ask("judge", [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": prompt}],
                            verdict_model, phase="judge", round=r, temperature=c.judge_temperature,
                            model=c.judge_model, max_tokens=reply_tokens(verdict_model))
@@ -271,7 +276,7 @@ def _final(rounds_out: list[dict]) -> dict | None:
             "affected_components": best["affected_components"], "changes_made": best.get("changes_made")}
 
 
-async def _score(debate, item, final: dict | None, with_judge: bool, model: str | None):
+async def _score(debate, item, final: dict | None, with_judge: bool, model: str | None, grade=Grade):
     """Keyword match (Outcome.correct) and, optionally, a judge's 0-1 grade against `root_cause`."""
     named = "" if final is None else " ".join([final["hypothesis"], *final["affected_components"]])
     correct, groups = logic.keyword_match(named, item.keywords)
@@ -280,8 +285,8 @@ async def _score(debate, item, final: dict | None, with_judge: bool, model: str 
     score = None
     if with_judge and final is not None:
         turn = await debate.ask("grader", [{"role": "user", "content": GRADE_PROMPT.format(
-            truth=item.root_cause, proposed=final["hypothesis"])}], Grade, phase="score", temperature=0.0,
-            model=model, max_tokens=reply_tokens(Grade))
+            truth=item.root_cause, proposed=final["hypothesis"])}], grade, phase="score", temperature=0.0,
+            model=model, max_tokens=reply_tokens(grade))
         if turn.ok:
             record["grade"] = turn.parsed.model_dump()
             score = turn.parsed.score / 100

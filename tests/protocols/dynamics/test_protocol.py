@@ -422,3 +422,20 @@ def test_one_decision_on_the_local_model(tmp_path):
     positions = [e for e in events if e["phase"] == "positions"]
     assert len(positions) >= 2 and all(e["completion_tokens"] > 0 for e in positions)
     assert any(e["output"] and e["output"]["recommendation"] for e in positions)
+
+
+@pytest.mark.parametrize("caps", [True, False])
+def test_text_caps_off_sends_every_reply_model_without_character_caps(setup, caps):
+    schemas = {}
+
+    def fn(req):
+        schemas[req.phase] = json.dumps(req.schema)
+        return inner(req)
+
+    inner = script({(1, "CFO"): pos("B", reasoning="r" * 400), (1, "COO"): pos("B")})
+    debate, _, events, _ = setup(fn, route="auto", text_caps=caps)
+    assert set(schemas) == {"routing", "positions", "synthesis"}
+    assert all(('"maxLength"' in s) == caps for s in schemas.values())
+    assert '"maxItems"' in schemas["positions"]  # list lengths stay bounded
+    cfo = next(e for e in events if e["agent"] == "CFO")
+    assert cfo["output"]["reasoning"] == "r" * 400 and debate.status == "ok"  # parsing never enforced the caps

@@ -277,3 +277,23 @@ def test_one_incident_on_the_local_model(tmp_path):
     assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in rows)
     final = debate.output["final_hypothesis"]
     assert final is not None and len(final["hypothesis"]) <= 160 and isinstance(debate.correct, bool)
+
+
+def test_text_caps_off_sends_the_reply_models_without_character_caps(tmp_path, model_from):
+    seen = {}
+
+    def fn(req):
+        seen.setdefault((caps, req.phase), (json.dumps(req.schema), req.params.get("max_tokens")))
+        return script(req)
+
+    long = "disk full on dn-07 " * 20  # 380 characters: past the hypothesis cap of 160
+    script = scripted_debate({r: [hyp(f"{long}{r} {k}") for k in range(3)] for r in REASONERS}, {},
+                             {f"{long}{r} {k}": 60 for r in REASONERS for k in range(3)})
+    model = model_from(fn)
+    for caps in (True, False):
+        _, debate = run_debate(tmp_path, model, name=f"caps-{caps}", rounds=1, text_caps=caps)
+        assert debate.status == "ok" and debate.output["final_hypothesis"]["hypothesis"].startswith(long)
+    for phase in ("hypothesize", "judge"):
+        (capped, capped_budget), (free, free_budget) = seen[(True, phase)], seen[(False, phase)]
+        assert '"maxLength"' in capped and '"maxLength"' not in free
+        assert json.loads(free)["title"] == json.loads(capped)["title"] and free_budget > capped_budget
