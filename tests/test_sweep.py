@@ -186,8 +186,11 @@ def test_a_sweep_prints_no_kernel_start_warnings_over_its_progress(tmp_path, mon
     done = sweep.run_sweep(NOTEBOOK, scripted_grid(tmp_path, grid={"agents": [1]}), tmp_path / "out", workers=1,
                            progress=False)
     assert [r.status for r in done.results] == ["complete"]
-    err = capfd.readouterr().err
-    assert "IPKernelApp" not in err and "without encryption" not in err, err[-1000:]
+    # jupyter_client interrupts a kernel before shutting it down; on a starved machine (both cores
+    # busy) ipykernel logs that interrupt once the notebook is done: harmless, and not a start warning
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.strip() and "KeyboardInterrupt caught in kernel" not in line]
+    assert not any("IPKernelApp" in line or "without encryption" in line for line in lines), lines[-10:]
 
 
 def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
