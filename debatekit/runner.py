@@ -278,11 +278,11 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> Ru
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
-        record = folder.read_run()
+        record, wanted = folder.read_run(), config_hash(config)
         if _extends(record, config):  # the first items are the same, so the finished ones still count
             record.config = record.config.model_copy(update={"limit": config.limit})
-            record.config_hash = config_hash(config)
-        if record.config_hash != config_hash(config):
+            record.config_hash = wanted
+        if record.config_hash != wanted:
             raise RunFolderError(f"cannot resume {folder.path}: its configuration differs "
                                  f"({_config_diff(record, config)})")
         if record.dataset.sha256 != info.sha256:

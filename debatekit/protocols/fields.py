@@ -41,6 +41,7 @@ def as_probability(value: Any) -> float | None:
     return value if 0 <= value <= 1 else None
 
 
+@functools.cache
 def uncapped(model: type[BaseModel]) -> type[BaseModel]:
     """`model` with every `maxLength` taken out of the JSON schema it sends; fields and parsing unchanged.
 
@@ -49,11 +50,6 @@ def uncapped(model: type[BaseModel]) -> type[BaseModel]:
     `text_caps=false` sends this instead and leaves the call's token budget as the only bound. The
     name stays the model's, so the response format reads the same apart from the caps.
     """
-    return _uncapped(model)
-
-
-@functools.cache
-def _uncapped(model: type[BaseModel]) -> type[BaseModel]:
     class Uncapped(model):  # type: ignore[misc, valid-type]
         @classmethod
         def model_json_schema(cls, *args, **kwargs) -> dict[str, Any]:
