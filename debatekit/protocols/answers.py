@@ -3,8 +3,12 @@
 An `AnswerSpec` fixes, for one item, what an answer is (`kind`: integer, number, text, yes/no
 or an option letter of a multiple-choice item) and how the agent gives it (`format`):
 
-- `json`: the reply is a JSON object `{reasoning, answer}` whose `answer` is constrained by the
-  schema (an integer, "yes"/"no", one of the item's letters);
+- `json`: the reply is a JSON object `{reasoning, answer}` whose `reasoning` is a list of steps
+  and whose `answer` is constrained by the schema (an integer, "yes"/"no", one of the item's
+  letters). The steps are read back as one text, a step a line. A list, not one string: forced
+  into a single string the embedded model wrote almost no working (1 of the first 20 arithmetic
+  items right), left free it wrote a list of steps, and constrained to one 10 of 20
+  (`results/examples/json_constraint_probe.py`);
 - `text`: the agent reasons in free text and ends with `Answer: X`; the answer is taken out of
   the text by the extractor of its kind (`debatekit.protocols.extract`). A reply with no
   answer in it is a parse failure, as an invalid JSON reply is.
@@ -35,7 +39,6 @@ AnswerFormat = Literal["text", "json"]
 DEFAULT_FORMAT: AnswerFormat = "text"
 
 CONFIDENCE_TEXT = "a number from 0.0 to 1.0 saying how likely it is that your answer is right"
-REASONING = Field(description="Your working, step by step, with every intermediate result.")
 
 
 @dataclass(frozen=True)
@@ -143,6 +146,17 @@ def answer_type(kind: str, letters: tuple[str, ...], format: str = "json") -> An
     return {"integer": int, "number": float, "text": str}[kind]
 
 
+def _joined(steps: Any) -> Any:
+    """Steps (a list) as one text, a step a line; a string passes unchanged (a provider without
+    constrained decoding, or a reply recorded before the schema asked for a list)."""
+    return "\n".join(str(step).strip() for step in steps) if isinstance(steps, list) else steps
+
+
+# the schema asks for a list of steps (constrained decoding writes one); protocols read one text
+Reasoning = Annotated[str, BeforeValidator(_joined),
+                      WithJsonSchema({"type": "array", "items": {"type": "string"},
+                                      "description": "Your working, one step per entry, each with its intermediate result."})]
+
 # the schema asks for a number in [0, 1] (constrained decoding writes one); validation reads it leniently
 Confidence = Annotated[float | None, BeforeValidator(as_probability),
                        WithJsonSchema({"type": "number", "minimum": 0, "maximum": 1,
@@ -157,7 +171,7 @@ def _require_confidence(schema: dict) -> None:
 @functools.lru_cache(maxsize=64)
 def _json_model(kind: str, letters: tuple[str, ...], confidence: bool = False) -> type[BaseModel]:
     description = f"The final answer: {ANSWER_TEXT[kind][0]}."
-    fields: dict[str, Any] = {"reasoning": (str, REASONING),
+    fields: dict[str, Any] = {"reasoning": (Reasoning, ...),
                               "answer": (answer_type(kind, letters), Field(description=description))}
     if not confidence:
         return create_model(f"{kind.capitalize()}Answer", **fields)

@@ -53,6 +53,37 @@ def test_text_debate_extracts_answers_and_shows_other_agents_their_words(tmp_pat
     assert all(e["output"]["reasoning"] == e["text"] for e in logged)
 
 
+def test_json_reasoning_is_a_list_of_steps_shown_to_the_others_a_step_a_line(tmp_path, arithmetic_file, model_from):
+    seen = {}
+
+    def fn(req):
+        seen[(req.round, req.agent)] = (req.messages, req.schema)
+        value = 11 if (req.round, req.agent) == (1, "agent2") else 10
+        return {"reasoning": [f"{req.agent}: 5 + 5 = {value}", "so the sum is that"], "answer": value}
+
+    model = model_from(fn)
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model,
+                           params={"rounds": 2, "answer_format": "json"}), tmp_path / "run", progress=False)
+    (debate,) = result.debates
+    assert debate.correct is True and debate.usage.parse_failures == 0
+    reasoning = seen[(1, "agent1")][1]["properties"]["reasoning"]
+    assert reasoning["type"] == "array" and reasoning["items"] == {"type": "string"}
+    revise = seen[(2, "agent1")][0][-1]["content"]
+    assert "agent2: 5 + 5 = 11\nso the sum is that\nAnswer: 11" in revise
+    logged = events(tmp_path / "run")
+    assert {e["output"]["reasoning"] for e in logged if e["round"] == 1 and e["agent"] == "agent3"} == {
+        "agent3: 5 + 5 = 10\nso the sum is that"}
+
+
+@pytest.mark.parametrize("reply", [answer(10, "one string, as other providers may send"),
+                                   answer(10, ["a step", "another"])])
+def test_json_reasoning_reads_a_string_or_a_list(tmp_path, arithmetic_file, model_from, reply):
+    model = model_from(lambda req: reply)
+    result = run(RunConfig(protocol="single", dataset=str(arithmetic_file), limit=1, model=model,
+                           params={"answer_format": "json"}), tmp_path / "run", progress=False)
+    assert result.debates[0].final_answer == 10 and result.debates[0].usage.parse_failures == 0
+
+
 def test_a_reply_without_an_answer_is_a_parse_failure_after_one_repair(tmp_path, arithmetic_file, model_from):
     asked = []
 

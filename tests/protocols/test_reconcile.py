@@ -237,7 +237,7 @@ def test_convincing_samples_appear_as_json_in_json_format(tmp_path, choice_file,
 
     debate, events = go(tmp_path, choice_file, model_from(fn), convincing=str(train), answer_format="json")
     shot = prompts_of(events, 1)["agent1"][1]["content"]
-    assert json.loads(shot) == {"reasoning": "gold reason 1", "answer": "A"}
+    assert json.loads(shot) == {"reasoning": ["gold reason 1"], "answer": "A"}
     assert debate.output["convincing"]["agent1"] == ["t1"]
 
 

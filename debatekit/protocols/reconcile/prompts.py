@@ -53,8 +53,9 @@ def messages(spec: AnswerSpec, question: str, shots: list[tuple[AnswerSpec, Any]
 def worked(spec: AnswerSpec, explanation: str, answer: Any) -> str:
     """A convincing sample's reply: its gold explanation and answer, in the run's answer format (no confidence,
     as in the official examples)."""
-    if spec.format == "json":
-        return json.dumps({"reasoning": explanation, "answer": answer}, ensure_ascii=False)
+    if spec.format == "json":  # reasoning as the list of steps the schema asks for: a line a step
+        steps = [line.strip() for line in explanation.splitlines() if line.strip()]
+        return json.dumps({"reasoning": steps, "answer": answer}, ensure_ascii=False)
     return f"{explanation}\nAnswer: {answer}"
 
 
