@@ -22,9 +22,10 @@ from debatekit.runner import arun
 from debatekit.schemas import RunConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "results" / "examples"
-RUNS = sorted(str(p.parent.relative_to(EXAMPLES)) for pattern in ("*/run.json", "lit-*/*/run.json")
+RUNS = sorted(str(p.parent.relative_to(EXAMPLES)) for pattern in ("*/run.json", "lit-*/*/run.json", "som-*/*/run.json")
               for p in EXAMPLES.glob(pattern))
-"""Single runs, and the runs of the literature comparisons (`lit-<dataset>/<protocol>`)."""
+"""Single runs, the runs of the literature comparisons (`lit-<dataset>/<protocol>`) and of single
+against society_of_mind in free text (`som-<dataset>/<protocol>`)."""
 STALE = {"dynamics-decisions-debate": {"synthesis", "council"}}
 """Phases whose prompts changed on purpose after the example was recorded (the synthesis now sees
 the one-agent route's wording); the rounds before them must still match exactly."""
