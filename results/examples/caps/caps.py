@@ -1,0 +1,176 @@
+"""Do the seed protocols' character caps cost quality? Capped against uncapped runs, paired on items.
+
+    .venv/bin/python results/examples/caps/caps.py
+
+`dynamics` (decisions, `route=debate`) and `judge_refine` (incidents, `score_with_judge=true`)
+were each run twice on the same items, with their schema caps (`<protocol>-capped`) and with
+`--set text_caps=false` (`<protocol>-uncapped`); the commands are in this folder's README. For
+each pair this prints:
+
+- how often a cap binds: of the capped run's text fields that carry a cap, the share whose text
+  is exactly as long as the cap (the grammar stopped it there, usually mid-sentence), and of the
+  uncapped run's same fields, the share longer than the cap (what the cap would have cut);
+- quality on the items both runs finished: judge_refine's keyword match (`correct`) and the
+  grader's 0-1 score against the true root cause; dynamics' recommendation against the option
+  the dataset's `reference` names, on the items whose reference names one (`expected_agreement`
+  true; the others say that more than one option is defensible), and whether the debate's
+  agreement came out as the item expects. Accuracy differences come from `paired.compare`
+  (bootstrap interval over items, exact McNemar); the score difference is a paired mean with a
+  bootstrap interval over items (scipy);
+- completion tokens and wall seconds per item, failures and parse failures.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pydantic import BaseModel
+from scipy import stats
+
+from debatekit.analysis import load_runs
+from debatekit.paired import compare
+from debatekit.protocols import judge_refine
+from debatekit.protocols.dynamics import models as dynamics_models
+
+HERE = Path(__file__).resolve().parent
+
+
+def reference_letters() -> dict[str, str]:
+    """The option a decision item's `reference` recommends, where it recommends one.
+
+    Read from each reference's first sentence (e.g. dec-001 "Take the 12-month bridge ..." is
+    option B); items with `expected_agreement` false say more than one option is defensible.
+    """
+    return {"dec-001": "B", "dec-003": "B", "dec-005": "A", "dec-007": "B", "dec-009": "C",
+            "dec-012": "B", "dec-014": "B", "dec-015": "A", "dec-016": "A"}
+
+
+def caps_of(models: list[type[BaseModel]]) -> dict[str, set[int]]:
+    """Field name -> the character caps its strings (or its list's strings) carry in these schemas."""
+    caps: dict[str, set[int]] = defaultdict(set)
+
+    def walk(schema: dict, defs: dict) -> None:
+        for name, prop in schema.get("properties", {}).items():
+            prop = defs.get(prop.get("$ref", "").rsplit("/", 1)[-1], prop)
+            items = prop.get("items", {})
+            items = defs.get(items.get("$ref", "").rsplit("/", 1)[-1], items)
+            for node in (prop, items):
+                if node.get("type") == "string" and "maxLength" in node:
+                    caps[name].add(node["maxLength"])
+                if node.get("type") == "object":
+                    walk(node, defs)
+
+    for model in models:
+        schema = model.model_json_schema()
+        defs = schema.get("$defs", {})
+        walk(schema, defs)
+        for sub in defs.values():
+            walk(sub, defs)
+    return caps
+
+
+PROTOCOL_MODELS = {
+    "dynamics": [m for m in vars(dynamics_models).values()
+                 if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == dynamics_models.__name__],
+    "judge_refine": [m for m in vars(judge_refine).values()
+                     if isinstance(m, type) and issubclass(m, BaseModel) and m.__module__ == judge_refine.__name__]
+    + [judge_refine.hypotheses_model(n) for n in (3, 4, 5)],
+}
+
+
+def texts(output: Any, caps: dict[str, set[int]], key: str | None = None):
+    """(field, length, cap) of every capped text in a parsed reply."""
+    if isinstance(output, dict):
+        for k, v in output.items():
+            yield from texts(v, caps, k)
+    elif isinstance(output, list):
+        for v in output:
+            yield from texts(v, caps, key)
+    elif isinstance(output, str) and key in caps:
+        yield key, len(output), max(caps[key])
+
+
+def binding(folder: Path, caps: dict[str, set[int]]) -> pd.DataFrame:
+    rows = []
+    for line in (folder / "events.jsonl").read_text().splitlines():
+        event = json.loads(line)
+        if isinstance(event.get("output"), dict) and not event.get("cache_hit"):
+            rows += [{"phase": event["phase"], "field": f, "length": n, "cap": cap}
+                     for f, n, cap in texts(event["output"], caps)]
+    return pd.DataFrame(rows, columns=["phase", "field", "length", "cap"])
+
+
+def paired_mean(a: pd.Series, b: pd.Series) -> tuple[float, float, float]:
+    diff = (a - b).dropna().to_numpy(dtype=float)
+    if len(diff) < 2 or np.allclose(diff, diff[0]):
+        return (float(diff.mean()) if len(diff) else float("nan"),) * 3
+    ci = stats.bootstrap((diff,), np.mean, n_resamples=2000, random_state=0).confidence_interval
+    return float(diff.mean()), float(ci.low), float(ci.high)
+
+
+def report(protocol: str) -> None:
+    capped, uncapped = HERE / f"{protocol}-capped", HERE / f"{protocol}-uncapped"
+    if not all((f / "debates.jsonl").exists() for f in (capped, uncapped)):
+        return
+    folders = {"capped": capped, "uncapped": uncapped}
+    debates = pd.concat([load_runs([f]).debates.assign(caps=k) for k, f in folders.items()], ignore_index=True)
+    both = set.intersection(*(set(g.loc[g["status"] == "ok", "item_id"]) for _, g in debates.groupby("caps")))
+    failed = ", ".join(f"{k} {int((g['status'] != 'ok').sum())}" for k, g in debates.groupby("caps"))
+    print(f"## {protocol}: {len(both)} items both runs finished (failed: {failed})\n")
+
+    caps = caps_of(PROTOCOL_MODELS[protocol])
+    print("| field | cap | capped: at the cap | uncapped: longer than the cap | uncapped median length |")
+    print("|---|---|---|---|---|")
+    b_cap, b_free = binding(capped, caps), binding(uncapped, caps)
+    for field in sorted(set(b_cap["field"]) | set(b_free["field"])):
+        c, f = b_cap[b_cap["field"] == field], b_free[b_free["field"] == field]
+        at = int((c["length"] >= c["cap"]).sum())
+        over = int((f["length"] > f["cap"]).sum())
+        cap = int(max(caps[field]))
+        print(f"| {field} | {cap} | {at}/{len(c)} | {over}/{len(f)} | {f['length'].median():.0f} |")
+    at, over = int((b_cap["length"] >= b_cap["cap"]).sum()), int((b_free["length"] > b_free["cap"]).sum())
+    print(f"| all | | {at}/{len(b_cap)} ({at / max(1, len(b_cap)):.0%}) | "
+          f"{over}/{len(b_free)} ({over / max(1, len(b_free)):.0%}) | |\n")
+
+    ok = debates[debates["item_id"].isin(both)].copy()
+    if protocol == "dynamics":
+        gold = reference_letters()
+        out = {(k, r["item_id"]): r["output"] for k, f in folders.items()
+               for r in map(json.loads, (f / "debates.jsonl").read_text().splitlines())}
+        keys = list(zip(ok["caps"], ok["item_id"]))
+        ok["recommendation"] = [out[k].get("recommendation") for k in keys]
+        ok["agreement_as_expected"] = [out[k].get("agreement_as_expected") for k in keys]
+        graded = ok[ok["item_id"].isin(gold)].assign(correct=lambda t: t["recommendation"] == t["item_id"].map(gold))
+        measures = {"recommends the reference's option": graded}
+        agree = ok.dropna(subset=["agreement_as_expected"]).assign(correct=lambda t: t["agreement_as_expected"].astype(bool))
+        measures["agreement as the item expects"] = agree
+    else:
+        measures = {"keyword match": ok}
+    for name, frame in measures.items():
+        if frame["item_id"].nunique() and set(frame["caps"]) == {"capped", "uncapped"}:
+            c = compare(frame, baseline="capped", by="caps").iloc[0]
+            n = int(c["pairs"])
+            print(f"- {name}: uncapped {c['accuracy']:.2f}, capped {c['baseline_accuracy']:.2f} on {n} items; "
+                  f"difference {c['difference']:+.2f} [{c['low']:+.2f}, {c['high']:+.2f}], only uncapped right "
+                  f"{int(c['only_config'])}, only capped right {int(c['only_baseline'])}, McNemar p = {c['p_mcnemar']:.2g}")
+    if protocol == "judge_refine":
+        score = ok.pivot(index="item_id", columns="caps", values="score").astype(float)
+        mean, low, high = paired_mean(score["uncapped"], score["capped"])
+        print(f"- grader score (0-1): uncapped {score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}; "
+              f"paired difference {mean:+.2f} [{low:+.2f}, {high:+.2f}] on {score.dropna().shape[0]} items")
+    per = ok.groupby("caps").agg(tokens=("completion_tokens", "mean"), wall=("wall_s", "mean"),
+                                 parse=("parse_failures", "sum"), calls=("calls", "mean"))
+    for name, r in per.iterrows():
+        print(f"- {name}: {r['tokens']:.0f} completion tokens, {r['calls']:.1f} calls, {r['wall']:.0f} s per item; "
+              f"{int(r['parse'])} parse failures")
+    print()
+
+
+if __name__ == "__main__":
+    for name in ("dynamics", "judge_refine"):
+        report(name)
