@@ -15,8 +15,8 @@ each pair this prints:
   the dataset's `reference` names, on the items whose reference names one (`expected_agreement`
   true; the others say that more than one option is defensible), and whether the debate's
   agreement came out as the item expects. Accuracy differences come from `paired.compare`
-  (bootstrap interval over items, exact McNemar); the score difference is a paired mean with a
-  bootstrap interval over items (scipy);
+  (bootstrap interval over items, exact McNemar); the score difference is a paired mean with the
+  same bootstrap interval over items (`metrics.bootstrap_ci`);
 - completion tokens and wall seconds per item, failures and parse failures.
 """
 
@@ -27,12 +27,11 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from pydantic import BaseModel
-from scipy import stats
 
 from debatekit.analysis import load_runs
+from debatekit.metrics import bootstrap_ci
 from debatekit.paired import compare
 from debatekit.protocols import judge_refine
 from debatekit.protocols.dynamics import models as dynamics_models
@@ -54,23 +53,16 @@ def caps_of(models: list[type[BaseModel]]) -> dict[str, set[int]]:
     """Field name -> the character caps its strings (or its list's strings) carry in these schemas."""
     caps: dict[str, set[int]] = defaultdict(set)
 
-    def walk(schema: dict, defs: dict) -> None:
+    def walk(schema: dict) -> None:  # a model's properties; referenced models are walked from `$defs`
         for name, prop in schema.get("properties", {}).items():
-            prop = defs.get(prop.get("$ref", "").rsplit("/", 1)[-1], prop)
-            items = prop.get("items", {})
-            items = defs.get(items.get("$ref", "").rsplit("/", 1)[-1], items)
-            for node in (prop, items):
+            for node in (prop, prop.get("items", {})):
                 if node.get("type") == "string" and "maxLength" in node:
                     caps[name].add(node["maxLength"])
-                if node.get("type") == "object":
-                    walk(node, defs)
 
     for model in models:
         schema = model.model_json_schema()
-        defs = schema.get("$defs", {})
-        walk(schema, defs)
-        for sub in defs.values():
-            walk(sub, defs)
+        for sub in (schema, *schema.get("$defs", {}).values()):
+            walk(sub)
     return caps
 
 
@@ -103,14 +95,6 @@ def binding(folder: Path, caps: dict[str, set[int]]) -> pd.DataFrame:
             rows += [{"phase": event["phase"], "field": f, "length": n, "cap": cap}
                      for f, n, cap in texts(event["output"], caps)]
     return pd.DataFrame(rows, columns=["phase", "field", "length", "cap"])
-
-
-def paired_mean(a: pd.Series, b: pd.Series) -> tuple[float, float, float]:
-    diff = (a - b).dropna().to_numpy(dtype=float)
-    if len(diff) < 2 or np.allclose(diff, diff[0]):
-        return (float(diff.mean()) if len(diff) else float("nan"),) * 3
-    ci = stats.bootstrap((diff,), np.mean, n_resamples=2000, random_state=0).confidence_interval
-    return float(diff.mean()), float(ci.low), float(ci.high)
 
 
 def report(protocol: str) -> None:
@@ -160,7 +144,7 @@ def report(protocol: str) -> None:
                   f"{int(c['only_config'])}, only capped right {int(c['only_baseline'])}, McNemar p = {c['p_mcnemar']:.2g}")
     if protocol == "judge_refine":
         score = ok.pivot(index="item_id", columns="caps", values="score").astype(float)
-        mean, low, high = paired_mean(score["uncapped"], score["capped"])
+        mean, low, high = bootstrap_ci((score["uncapped"] - score["capped"]).dropna().tolist())
         print(f"- grader score (0-1): uncapped {score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}; "
               f"paired difference {mean:+.2f} [{low:+.2f}, {high:+.2f}] on {score.dropna().shape[0]} items")
     per = ok.groupby("caps").agg(tokens=("completion_tokens", "mean"), wall=("wall_s", "mean"),
