@@ -10,7 +10,8 @@ each pair this prints:
 - how often a cap binds: of the capped run's text fields that carry a cap, the share whose text
   is exactly as long as the cap (the grammar stopped it there, usually mid-sentence), and of the
   uncapped run's same fields, the share longer than the cap (what the cap would have cut);
-- quality on the items both runs finished: judge_refine's keyword match (`correct`) and the
+- quality on the items both runs answered (`ok` or `degraded`: a degraded debate still gave an
+  answer, which is scored as everywhere else in debatekit): judge_refine's keyword match (`correct`) and the
   grader's 0-1 score against the true root cause; dynamics' recommendation against the option
   the dataset's `reference` names, on the items whose reference names one (`expected_agreement`
   true; the others say that more than one option is defensible), and whether the debate's
@@ -35,6 +36,7 @@ from debatekit.metrics import bootstrap_ci
 from debatekit.paired import compare
 from debatekit.protocols import judge_refine
 from debatekit.protocols.dynamics import models as dynamics_models
+from debatekit.schemas import ANSWERED
 
 HERE = Path(__file__).resolve().parent
 
@@ -103,9 +105,11 @@ def report(protocol: str) -> None:
         return
     folders = {"capped": capped, "uncapped": uncapped}
     debates = pd.concat([load_runs([f]).debates.assign(caps=k) for k, f in folders.items()], ignore_index=True)
-    both = set.intersection(*(set(g.loc[g["status"] == "ok", "item_id"]) for _, g in debates.groupby("caps")))
-    failed = ", ".join(f"{k} {int((g['status'] != 'ok').sum())}" for k, g in debates.groupby("caps"))
-    print(f"## {protocol}: {len(both)} items both runs finished (failed: {failed})\n")
+    answered = debates["status"].isin(ANSWERED)  # degraded debates are answers too, scored as everywhere
+    both = set.intersection(*(set(g.loc[answered[g.index], "item_id"]) for _, g in debates.groupby("caps")))
+    failed = ", ".join(f"{k} {int((~answered[g.index]).sum())}" for k, g in debates.groupby("caps"))
+    degraded = ", ".join(f"{k} {int((g['status'] == 'degraded').sum())}" for k, g in debates.groupby("caps"))
+    print(f"## {protocol}: {len(both)} items both runs answered (no answer: {failed}; degraded: {degraded})\n")
 
     caps = caps_of(PROTOCOL_MODELS[protocol])
     print("| field | cap | capped: at the cap | uncapped: longer than the cap | uncapped median length |")
