@@ -145,7 +145,8 @@ def judge_refine(
 
     `text_caps=false` sends the reply models without their character caps (`fields.uncapped`); each
     call's token budget, derived from the schema, grows to match (a string with no cap counts
-    `budget.UNBOUNDED_STRING` characters)."""
+    `budget.UNBOUNDED_STRING` characters). The grader of `score_with_judge` keeps its schema either
+    way: it measures the protocol, so a capped and an uncapped run are scored by the same grader."""
     names, focus_of = _reasoners(agents, focus)
     if "judge" in models and "judge" not in names:
         warnings.warn("judge_refine: models['judge'] is now judge_model; the old key goes in the next release",
@@ -178,7 +179,7 @@ class Session:
                   "convergence_achieved": reason in ("plateau", "consensus"), "total_rounds": len(self.rounds_out),
                   "improvement_trajectory": [r["top_hypothesis"] and r["top_hypothesis"]["judge_score"]
                                              for r in self.rounds_out]}
-        correct, score = await _score(d, self.item, final, c.score_with_judge, c.models.get("grader"), c.out(Grade))
+        correct, score = await _score(d, self.item, final, c.score_with_judge, c.models.get("grader"))
         unscored = final is None or final["judge_score"] is None
         return Outcome(final_answer=final and final["hypothesis"], output=output, correct=correct, score=score,
                        converged=output["convergence_achieved"], needs_human_review=unscored,
@@ -276,7 +277,7 @@ def _final(rounds_out: list[dict]) -> dict | None:
             "affected_components": best["affected_components"], "changes_made": best.get("changes_made")}
 
 
-async def _score(debate, item, final: dict | None, with_judge: bool, model: str | None, grade=Grade):
+async def _score(debate, item, final: dict | None, with_judge: bool, model: str | None):
     """Keyword match (Outcome.correct) and, optionally, a judge's 0-1 grade against `root_cause`."""
     named = "" if final is None else " ".join([final["hypothesis"], *final["affected_components"]])
     correct, groups = logic.keyword_match(named, item.keywords)
@@ -285,8 +286,8 @@ async def _score(debate, item, final: dict | None, with_judge: bool, model: str 
     score = None
     if with_judge and final is not None:
         turn = await debate.ask("grader", [{"role": "user", "content": GRADE_PROMPT.format(
-            truth=item.root_cause, proposed=final["hypothesis"])}], grade, phase="score", temperature=0.0,
-            model=model, max_tokens=reply_tokens(grade))
+            truth=item.root_cause, proposed=final["hypothesis"])}], Grade, phase="score", temperature=0.0,
+            model=model, max_tokens=reply_tokens(Grade))
         if turn.ok:
             record["grade"] = turn.parsed.model_dump()
             score = turn.parsed.score / 100

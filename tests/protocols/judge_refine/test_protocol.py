@@ -50,8 +50,9 @@ def three_each(prefix, categories=("resource", "software", "network")):
             for r in REASONERS}
 
 
-def run_debate(tmp_path, model, name="run", limit=1, **params):
-    result = run(RunConfig(protocol="judge_refine", dataset="incidents", limit=limit, model=model, params=params),
+def run_debate(tmp_path, model, name="run", limit=1, cache=True, **params):
+    result = run(RunConfig(protocol="judge_refine", dataset="incidents", limit=limit, model=model, params=params,
+                           cache=cache),
                  tmp_path / name, progress=False)
     return result, result.debates[0]
 
@@ -288,12 +289,17 @@ def test_text_caps_off_sends_the_reply_models_without_character_caps(tmp_path, m
 
     long = "disk full on dn-07 " * 20  # 380 characters: past the hypothesis cap of 160
     script = scripted_debate({r: [hyp(f"{long}{r} {k}") for k in range(3)] for r in REASONERS}, {},
-                             {f"{long}{r} {k}": 60 for r in REASONERS for k in range(3)})
+                             {f"{long}{r} {k}": 60 for r in REASONERS for k in range(3)},
+                             grade={"explanation": "same disk", "same_cause": True, "score": 90})
     model = model_from(fn)
     for caps in (True, False):
-        _, debate = run_debate(tmp_path, model, name=f"caps-{caps}", rounds=1, text_caps=caps)
+        _, debate = run_debate(tmp_path, model, name=f"caps-{caps}", rounds=1, text_caps=caps, score_with_judge=True,
+                               cache=False)  # every call reaches the model, the grader's included
         assert debate.status == "ok" and debate.output["final_hypothesis"]["hypothesis"].startswith(long)
+        assert debate.score == 0.9
     for phase in ("hypothesize", "judge"):
         (capped, capped_budget), (free, free_budget) = seen[(True, phase)], seen[(False, phase)]
         assert '"maxLength"' in capped and '"maxLength"' not in free
         assert json.loads(free)["title"] == json.loads(capped)["title"] and free_budget > capped_budget
+    # the grader measures the protocol: the same schema and budget whether the protocol's caps are on or off
+    assert seen[(True, "score")] == seen[(False, "score")] and '"maxLength"' in seen[(True, "score")][0]
