@@ -19,6 +19,11 @@ each pair this prints:
   (bootstrap interval over items, exact McNemar); the score difference is a paired mean with the
   same bootstrap interval over items (`metrics.bootstrap_ci`);
 - completion tokens and wall seconds per item, failures and parse failures.
+
+judge_refine's uncapped run was first scored by a grader whose own `explanation` was uncapped too
+(`text_caps=false` lifted it then); `judge_refine-uncapped-regraded` holds the same debates, served
+from the response cache, scored by the grader the capped run had. The score row uses it (after
+checking that its final hypotheses are the uncapped run's) and prints the first scores beside it.
 """
 
 from __future__ import annotations
@@ -93,7 +98,8 @@ def binding(folder: Path, caps: dict[str, set[int]]) -> pd.DataFrame:
     rows = []
     for line in (folder / "events.jsonl").read_text().splitlines():
         event = json.loads(line)
-        if isinstance(event.get("output"), dict) and not event.get("cache_hit"):
+        # the grader (phase `score`) measures the protocol and is not part of it
+        if isinstance(event.get("output"), dict) and not event.get("cache_hit") and event["phase"] != "score":
             rows += [{"phase": event["phase"], "field": f, "length": n, "cap": cap}
                      for f, n, cap in texts(event["output"], caps)]
     return pd.DataFrame(rows, columns=["phase", "field", "length", "cap"])
@@ -148,6 +154,16 @@ def report(protocol: str) -> None:
                   f"{int(c['only_config'])}, only capped right {int(c['only_baseline'])}, McNemar p = {c['p_mcnemar']:.2g}")
     if protocol == "judge_refine":
         score = ok.pivot(index="item_id", columns="caps", values="score").astype(float)
+        regraded = HERE / "judge_refine-uncapped-regraded"
+        if (regraded / "debates.jsonl").exists():  # the same debates, scored by the grader the capped run had
+            again = load_runs([regraded]).debates.set_index("item_id")
+            same = again["final_answer"].reindex(score.index) == ok[ok["caps"] == "uncapped"].set_index("item_id")[
+                "final_answer"].reindex(score.index)
+            assert same.all(), "the regraded run's debates differ from the uncapped run's"
+            print(f"- grader score as first run (that grader's explanation uncapped too): uncapped "
+                  f"{score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}")
+            score["uncapped"] = again["score"].reindex(score.index).astype(float)
+            print("- the same debates regraded by the capped run's grader (`judge_refine-uncapped-regraded`):")
         mean, low, high = bootstrap_ci((score["uncapped"] - score["capped"]).dropna().tolist())
         print(f"- grader score (0-1): uncapped {score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}; "
               f"paired difference {mean:+.2f} [{low:+.2f}, {high:+.2f}] on {score.dropna().shape[0]} items")
