@@ -156,13 +156,12 @@ def report(protocol: str) -> None:
         score = ok.pivot(index="item_id", columns="caps", values="score").astype(float)
         regraded = HERE / "judge_refine-uncapped-regraded"
         if (regraded / "debates.jsonl").exists():  # the same debates, scored by the grader the capped run had
-            again = load_runs([regraded]).debates.set_index("item_id")
-            same = again["final_answer"].reindex(score.index) == ok[ok["caps"] == "uncapped"].set_index("item_id")[
-                "final_answer"].reindex(score.index)
-            assert same.all(), "the regraded run's debates differ from the uncapped run's"
+            again = load_runs([regraded]).debates.set_index("item_id").reindex(score.index)
+            first = ok.pivot(index="item_id", columns="caps", values="final_answer")["uncapped"]
+            assert (again["final_answer"] == first).all(), "the regraded run's debates differ from the uncapped run's"
             print(f"- grader score as first run (that grader's explanation uncapped too): uncapped "
                   f"{score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}")
-            score["uncapped"] = again["score"].reindex(score.index).astype(float)
+            score["uncapped"] = again["score"].astype(float)
             print("- the same debates regraded by the capped run's grader (`judge_refine-uncapped-regraded`):")
         mean, low, high = bootstrap_ci((score["uncapped"] - score["capped"]).dropna().tolist())
         print(f"- grader score (0-1): uncapped {score['uncapped'].mean():.2f}, capped {score['capped'].mean():.2f}; "
