@@ -42,7 +42,7 @@ class Limits:
     round_timeout: float | None = None
     debate_timeout: float | None = None
     token_budget: int | None = None
-    max_tokens: int = DEFAULT_MAX_TOKENS
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -169,7 +169,7 @@ class Debate:
             completion = await asyncio.wait_for(self.gateway.complete(
                 opts.get("model") or self.model, ask.messages, ask.output,
                 temperature=opts.get("temperature"), seed=seed,
-                max_tokens=opts.get("max_tokens") or reply_budget(ask.output) or self.limits.max_tokens,
+                max_tokens=call_tokens(ask.output, opts.get("max_tokens"), self.limits.max_tokens),
                 timeout=_min(self.limits.call_timeout, opts.get("timeout"))), cap)
         except asyncio.TimeoutError:
             return self._timed_out(ask, "debate" if self.timed_out else "call")
@@ -192,6 +192,8 @@ class Debate:
         u.cost += c.cost or 0.0
         u.cache_hits += int(c.cache_hit)
         u.parse_failures += c.parse_failures
+        u.cut_off += c.cut_offs
+        u.looped += c.loops
         u.retries += c.retries
         u.timeouts += c.timeouts
         u.errors += int(not c.ok)
@@ -322,11 +324,16 @@ def plateau(key: str, min_delta: float) -> StopRule:
 # --- helpers ------------------------------------------------------------------------------
 
 def reply_budget(output: type[BaseModel] | None) -> int | None:
-    """The completion tokens a reply schema declares for itself (`max_reply_tokens: ClassVar[int]`).
-
-    A call's `max_tokens` is, in order: the ask's own, its reply schema's, `Limits.max_tokens`.
-    """
+    """The completion tokens a reply schema declares for itself (`max_reply_tokens: ClassVar[int]`)."""
     return getattr(output, "max_reply_tokens", None) if output is not None else None
+
+
+def call_tokens(output: type[BaseModel] | None, asked: int | None, configured: int | None) -> int:
+    """A call's `max_tokens`, in order: the ask's own, its reply schema's budget, the run's
+    `Limits.max_tokens`, the reply's default (`default_reply_tokens`, a free-text answer's measured
+    limit), DEFAULT_MAX_TOKENS."""
+    default = getattr(output, "default_reply_tokens", None) if output is not None else None
+    return asked or reply_budget(output) or configured or default or DEFAULT_MAX_TOKENS
 
 
 def derive_seed(*parts: Any) -> int:

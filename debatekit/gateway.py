@@ -35,7 +35,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from debatekit import credentials
+from debatekit import credentials, repetition
 from debatekit.cache import ResponseCache, cache_key
 from debatekit.credentials import redact
 from debatekit.model_kinds import default_model, policy
@@ -52,6 +52,10 @@ REPAIR_PROMPT = (
     "Your previous reply could not be used: {error}\n"
     "Reply again with only a JSON object that matches the required schema."
 )
+ENDINGS = {"cut_off": " (the reply was cut off at the {max_tokens}-token limit)",
+           "loop": " (the reply repeated itself and was stopped)"}
+LOOP_NOTE = ("\nYour previous reply kept repeating the same text and was stopped. Do not repeat yourself: "
+             "give a few sentences of reasoning, then the final line(s) asked for.")
 CUT_OFF_NOTE = ("\nYour previous reply reached the limit of {max_tokens} tokens and was cut off before its end. "
                 "Keep this reply short: at most a few sentences of reasoning, then the final line(s) asked for.")
 
@@ -125,6 +129,16 @@ class Completion:
     @property
     def parse_failures(self) -> int:
         return self.faults.count("parse")
+
+    @property
+    def cut_offs(self) -> int:
+        """Parse failures of a reply cut off at the token limit."""
+        return self.faults.count("cut_off")
+
+    @property
+    def loops(self) -> int:
+        """Parse failures of a reply that repeated itself until stopped."""
+        return self.faults.count("loop")
 
     @property
     def retries(self) -> int:
@@ -251,19 +265,19 @@ class Gateway:
             done.text = capped(reply["text"])
             if output is None:
                 break
+            ending = unfinished(reply, params["max_tokens"])
             try:
-                done.parsed = output.from_text(done.text) if free_text else output.model_validate_json(
-                    extract_json(done.text))
+                done.parsed = _parse(output, reply["text"], free_text, ending)
                 break
             except ValueError as exc:  # pydantic's ValidationError included
                 error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
                 note = ""
-                if _cut_off(reply, params["max_tokens"]):
-                    done.faults.append("cut_off")
-                    error += f" (the reply was cut off at the {params['max_tokens']}-token limit)"
-                    note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"])
+                if ending is not None:
+                    done.faults.append(ending)
+                    error += ENDINGS[ending].format(max_tokens=params["max_tokens"])
+                    note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off" else LOOP_NOTE
                 if repair == 1:
                     done.error, done.error_kind = f"parse: {error}", "parse"
                 request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
@@ -358,12 +372,30 @@ class Gateway:
         return self._semaphores[model]
 
 
-def _cut_off(reply: dict, max_tokens: int) -> bool:
-    """Whether a reply stopped at the token limit: the provider says so (`finish_reason` "length"),
-    or, where it says nothing (a reply cached before debatekit kept the reason, a provider that
-    omits it), the reply used every token it was allowed."""
+def unfinished(reply: dict, max_tokens: int) -> str | None:
+    """How a reply failed to finish by itself: "loop" (the local engine stopped it repeating itself,
+    `finish_reason` "loop", or it was cut off while repeating one span: `repetition.loop_start`),
+    "cut_off" (it stopped at the token limit), or None (it ended by itself).
+
+    A reply is cut off when the provider says so (`finish_reason` "length"), or, where it says
+    nothing (a reply cached before debatekit kept the reason, a provider that omits it), when it
+    used every token it was allowed."""
     reason = reply.get("finish_reason")
-    return reason == "length" or (reason is None and reply.get("completion_tokens", 0) >= max_tokens)
+    if reason == "loop":
+        return "loop"
+    if reason == "length" or (reason is None and reply.get("completion_tokens", 0) >= max_tokens):
+        return "loop" if repetition.loop_start(reply.get("text") or "") is not None else "cut_off"
+    return None
+
+
+def _parse(output: type[BaseModel], text: str, free_text: bool, ending: str | None) -> BaseModel:
+    """The reply parsed into `output`; a free-text reply that did not finish is read only where it
+    states its answer (`from_text(text, finished=False)`), never from its last number or word."""
+    if not free_text:
+        return output.model_validate_json(extract_json(text))
+    if ending is not None and getattr(output, "reads_unfinished", False):
+        return output.from_text(text, finished=False)
+    return output.from_text(text)
 
 
 def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:

@@ -59,8 +59,9 @@ class RunConfig(Strict):
     """Seconds per debate; the debate stops with reason `timeout`."""
     token_budget: int | None = Field(None, ge=1)
     """Completion tokens per debate; the debate stops with reason `budget`."""
-    max_tokens: int = Field(DEFAULT_MAX_TOKENS, ge=1)
-    """Completion tokens per call."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Completion tokens per call; None: the reply's own default (a free-text answer's is chosen per
+    answer kind from measured reply lengths, `answers.REPLY_TOKENS`), else 512."""
     cache: bool = True
     """Reuse cached replies; a re-run of the same config makes zero model calls."""
     model_options: dict[str, dict[str, Any]] = {}
@@ -132,6 +133,10 @@ class Usage(BaseModel):
     cost: float = 0.0
     cache_hits: int = 0
     parse_failures: int = 0
+    cut_off: int = 0
+    """Parse failures of replies cut off at the token limit (counted in `parse_failures` too)."""
+    looped: int = 0
+    """Parse failures of replies stopped while repeating themselves (counted in `parse_failures` too)."""
     retries: int = 0
     timeouts: int = 0
     errors: int = 0

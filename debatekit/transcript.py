@@ -30,6 +30,17 @@ class Entry:
     answer: Any
     ok: bool
     error: str | None = None
+    faults: tuple[str, ...] = ()
+
+    @property
+    def ending(self) -> str | None:
+        """How the call's reply (or a first reply the model was asked to repair) failed to finish."""
+        looped, cut = self.faults.count("loop"), self.faults.count("cut_off")
+        if not looped and not cut:
+            return None
+        what = " and ".join(part for part in (f"looped ({looped}x, stopped while repeating itself)" if looped else "",
+                                              f"cut off at the token limit ({cut}x)" if cut else "") if part)
+        return f"{what}; {'not repaired' if self.error else 'answer from the repair request'}"
 
     @property
     def marked(self) -> str:
@@ -59,7 +70,7 @@ def entries(events: list[dict], debate_id: str) -> list[Entry]:
         answer = output.get("answer") if isinstance(output, dict) else None
         out.append(Entry(round=event.get("round"), agent=agent, phase=event.get("phase", ""), shown=shown,
                          reply=event.get("text") or "", answer=answer, ok=output is not None and not event.get("error"),
-                         error=event.get("error")))
+                         error=event.get("error"), faults=tuple(event.get("faults") or ())))
     return out
 
 
@@ -75,7 +86,8 @@ def as_text(items: list[Entry]) -> str:
             lines.append("[shown: not recorded in this run]")
         for m in e.shown or []:
             lines += [f"[{m.get('role', '?')}]", str(m.get("content", "")).rstrip()]
-        lines += ["[reply]", e.reply.rstrip() or "(empty)", f">>> answer: {e.marked}"]
+        ending = f" [{e.ending}]" if e.ending else ""
+        lines += [f"[reply]{ending}", e.reply.rstrip() or "(empty)", f">>> answer: {e.marked}"]
     return "\n".join(lines).lstrip("\n")
 
 
@@ -87,6 +99,7 @@ def as_html(items: list[Entry]) -> str:
                         f"</pre></div>" for m in e.shown or []) if e.shown is not None else "<i>shown: not recorded</i>"
         parts.append(f"<div class='dk-call'><b>{html.escape(e.agent)}</b> · {html.escape(e.phase)}"
                      f"<details><summary>shown</summary>{shown}</details>"
-                     f"<div><i>reply</i>:<pre>{html.escape(e.reply)}</pre></div>"
+                     f"<div><i>reply</i>{html.escape(f' [{e.ending}]' if e.ending else '')}:"
+                     f"<pre>{html.escape(e.reply)}</pre></div>"
                      f"<div><b>answer: {html.escape(e.marked)}</b></div></div>")
     return "".join(parts) or "<i>no calls in this round</i>"

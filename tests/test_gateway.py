@@ -222,3 +222,56 @@ def test_a_reply_with_no_finish_reason_that_used_every_allowed_token_counts_as_c
     short = Gateway()
     _replies(short, ("no answer here", None), ("Answer: 4", None))
     assert complete(short, "scripted/short", output=Said, max_tokens=64).faults == ["parse"]  # 7 of 64 tokens used
+
+
+def test_a_reply_the_engine_stopped_looping_is_repaired_with_a_request_not_to_repeat():
+    gateway = Gateway()
+    sent = _replies(gateway, ("x = 2\n" * 50, "loop"), ("Short.\nAnswer: 4", "stop"))
+    c = complete(gateway, "scripted/loop", output=Said, max_tokens=64)
+    assert c.ok and c.parsed.answer == 4 and c.faults == ["parse", "loop"] and c.loops == 1 and c.cut_offs == 0
+    repair = sent[1][-1]["content"]
+    assert "(the reply repeated itself and was stopped)" in repair and "Do not repeat yourself" in repair
+
+
+def test_a_reply_cut_off_while_repeating_one_span_counts_as_a_loop():
+    gateway = Gateway()
+    _replies(gateway, ("Let me see. " + "The sum is 12 and the sum is 12. " * 30, "length"), ("Answer: 12", "stop"))
+    c = complete(gateway, "scripted/cut-loop", output=Said, max_tokens=64)
+    assert c.ok and c.faults == ["parse", "loop"]
+
+
+class LastNumber(BaseModel):
+    """Reads `Answer: N`, or else the reply's last number (the extractor's fallback for finished replies)."""
+
+    answer: int
+    reads_unfinished: ClassVar[bool] = True
+
+    @classmethod
+    def from_text(cls, text: str, finished: bool = True) -> "LastNumber":
+        marked = re.findall(r"Answer: (\d+)", text)
+        found = marked or ([] if not finished else re.findall(r"\d+", text))
+        if not found:
+            raise ValueError("no answer")
+        return cls(answer=int(found[-1]))
+
+
+def test_a_cut_off_reply_is_not_read_from_its_last_number():
+    """A reply cut off mid-computation ends on an intermediate number, which is not its answer."""
+    gateway = Gateway()
+    sent = _replies(gateway, ("12. Cost of the twelfth glass: 0.6 x 5 = 3\n13. Cost of the", "length"),
+                    ("Answer: 64", "stop"))
+    c = complete(gateway, "scripted/cut-number", output=LastNumber, max_tokens=64)
+    assert c.parsed.answer == 64 and c.faults == ["parse", "cut_off"] and len(sent) == 2
+    finished = Gateway()
+    _replies(finished, ("The cost is 3 dollars", "stop"))
+    assert complete(finished, "scripted/ended", output=LastNumber).parsed.answer == 3
+
+
+def test_a_reply_longer_than_the_stored_cap_is_read_as_the_model_wrote_it():
+    """debatekit's own truncation marker (with its character limit) is never read as the answer."""
+    from debatekit.gateway import MAX_REPLY_CHARS
+
+    gateway = Gateway()
+    _replies(gateway, ("word " * MAX_REPLY_CHARS + "\nAnswer: 3", "stop"))
+    c = complete(gateway, "scripted/huge", output=LastNumber)
+    assert c.ok and c.parsed.answer == 3 and "reply truncated" in c.text

@@ -132,3 +132,17 @@ def test_a_failed_debate_gets_the_generic_view(judge_run):
 ])
 def test_trajectory_line(scores, line):
     assert trajectory_line(scores) == line
+
+
+def test_the_transcript_marks_a_reply_that_was_cut_off_or_looped():
+    from debatekit import transcript
+
+    base = {"debate_id": "d", "agent": "a", "phase": "answer", "round": 1, "messages": [], "ts": 1.0,
+            "output": {"answer": 4}, "text": "Answer: 4", "error": None}
+    events = [{**base, "faults": ["parse", "cut_off"]},
+              {**base, "agent": "b", "faults": ["parse", "loop", "parse", "loop"], "output": None, "error": "parse: x"},
+              {**base, "agent": "c", "faults": []}]
+    text = transcript.as_text(transcript.entries(events, "d"))
+    assert "[reply] [cut off at the token limit (1x); answer from the repair request]" in text
+    assert "[reply] [looped (2x, stopped while repeating itself); not repaired]" in text
+    assert text.count("[reply]\n") == 1  # the healthy reply carries no mark

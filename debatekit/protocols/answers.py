@@ -38,6 +38,12 @@ AnswerKind = Literal["auto", "integer", "number", "text", "yesno", "choice"]
 AnswerFormat = Literal["text", "json"]
 DEFAULT_FORMAT: AnswerFormat = "text"
 
+REPLY_TOKENS = {"integer": 768, "number": 768, "choice": 512, "yesno": 1024, "text": 512}
+"""The default reply limit (completion tokens) of a free-text answer, per answer kind, chosen so that
+at most ~2% of the replies that end by themselves would be cut off (measured on the committed
+100-item single-agent runs and their re-runs; see docs and `benchmarks/reply_lengths.py`). A run's
+`max_tokens` overrides it."""
+
 CONFIDENCE_TEXT = "a number from 0.0 to 1.0 saying how likely it is that your answer is right"
 
 
@@ -189,8 +195,8 @@ def _text_model(kind: str, choices: tuple[str, ...], confidence: bool = False) -
     name = f"{kind.capitalize()}{'Confident' if confidence else ''}TextReply"
     model = create_model(name, **fields)
 
-    def from_text(cls, text: str) -> BaseModel:
-        found = extract.extract(kind, text, list(choices))
+    def from_text(cls, text: str, finished: bool = True) -> BaseModel:
+        found = extract.extract(kind, text, list(choices), marked_only=not finished)
         if found is None:
             raise ValueError(f"no final answer ({ANSWER_TEXT[kind][0]}) found in the reply")
         if confidence:
@@ -198,6 +204,8 @@ def _text_model(kind: str, choices: tuple[str, ...], confidence: bool = False) -
         return cls(reasoning=text, answer=found)
 
     model.from_text = classmethod(from_text)
+    model.reads_unfinished = True  # a cut-off reply is read only where it states its answer
+    model.default_reply_tokens = REPLY_TOKENS[kind]
     model.repair_prompt = ("Your previous reply did not state a final answer that could be read: {error}\n"
                            f"Reply again and end with a last line `Answer: X`, where X is {ANSWER_TEXT[kind][1]}.")
     return model

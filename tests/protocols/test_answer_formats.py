@@ -192,3 +192,31 @@ def test_show_transcript_of_a_run_recorded_without_messages(tmp_path, arithmetic
     path.write_text("".join(json.dumps(e) + "\n" for e in old))
     text = show(tmp_path / "run", "q1", transcript=True)
     assert "[shown: not recorded in this run]" in text and ">>> answer: 10" in text
+
+
+@pytest.mark.parametrize("truth, kind_limit", [(10, 768), ("yes", 1024), ("no", 1024)])
+def test_a_free_text_answer_gets_its_kinds_reply_limit_unless_the_run_sets_one(tmp_path, model_from, truth, kind_limit):
+    from debatekit.protocols.answers import REPLY_TOKENS
+
+    data = tmp_path / "items.jsonl"
+    data.write_text(json.dumps({"id": "q1", "question": "Is it?", "answer": truth}) + "\n")
+    sent = []
+    model = model_from(lambda req: sent.append(req.params["max_tokens"]) or f"Working.\nAnswer: {truth}")
+    run(RunConfig(protocol="single", dataset=str(data), model=model), tmp_path / "a", progress=False)
+    run(RunConfig(protocol="single", dataset=str(data), model=model, max_tokens=300, cache=False),
+        tmp_path / "b", progress=False)
+    choice = tmp_path / "choice.jsonl"
+    choice.write_text(json.dumps({"id": "c1", "question": "Which?", "choices": ["x", "y"], "answer": "A"}) + "\n")
+    run(RunConfig(protocol="single", dataset=str(choice), model=model_from(
+        lambda req: sent.append(req.params["max_tokens"]) or "Answer: A")), tmp_path / "c", progress=False)
+    assert sent == [kind_limit, 300, REPLY_TOKENS["choice"]] and REPLY_TOKENS["choice"] == 512
+
+
+def test_the_cli_passes_max_tokens_to_the_run(tmp_path):
+    from debatekit.cli import main
+
+    assert main(["run", "single", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
+                 "--max-tokens", "200", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    assert json.loads((tmp_path / "r" / "run.json").read_text())["config"]["max_tokens"] == 200
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert events and all(e["completion_tokens"] <= 200 for e in events)

@@ -10,7 +10,9 @@ revisions that echo the prompt included), and yes/no (all 30 replies of
 `strategyqa-single-text`, two of them cut off with no answer). Four choice replies (`note`) conclude one option in prose and write another on their
 `Answer:` line; the line is the reply's answer, as the README's extraction rule says, and the rows
 pin that rule down. Two integer replies (`note`) have no answer a reader can name (one copies
-the prompt, one is cut off); their rows pin what the rule reads.
+the prompt, one is cut off); their rows pin what the rule reads. `NUMERIC_CHOICE` is not copied
+from runs: its replies were written for these tests, to options that are amounts, measures or
+expressions, where an option is read by its value as well as by its text.
 """
 
 from __future__ import annotations
@@ -137,6 +139,74 @@ CHOICE = [
      "end with a last line `Answer: X`, where X is the letter of one option.", "A"),
 ]
 
+# Options that are amounts, measures or expressions, and replies written for these tests in the forms
+# models use: reasoning whose numbers include wrong options, then an answer line, a box or a last line.
+# They are read by text (currency, units, radicals, percents, signs) or by value (`78.2` is `$78.20`,
+# `0.75` is `3/4`), and left unread (None) where the answer names two options, or a value two share.
+PRICES = ["$61", "$65", "$67.40", "$70", "$78.20"]  # the price before a 22% discount took it to $61
+TWINS = ["$61", "$67.4", "$67.40", "$70", "$78.20"]  # two options of one value
+LENGTHS = ["8 cm", "10 cm", "12 cm", "14 cm"]
+RADICALS = ["5(√3 + 1)", "5√3", "10", "2√2", "√2"]
+PERCENTS = ["15%", "20%", "25%", "30%"]
+SIGNED = ["-3", "-1", "1", "3"]
+NUMERIC_CHOICE = [
+    (PRICES, "The original price of the item is $78.20.", "E"),
+    (PRICES, "Answer: $78.20", "E"),
+    (PRICES, "Answer: 78.2", "E"),
+    (PRICES, "Therefore the answer is \\boxed{78.2}", "E"),
+    (PRICES, "The sale price is $61, which is 78% of the original price p.\n0.78p = 61, so p = 61 / 0.78 = 78.205...\n"
+             "Checking: 0.78 × 78.20 = 60.996, which rounds to $61.\n\nAnswer: $78.20", "E"),
+    (PRICES, "Let p be the original price.\n0.78p = 61\np = 61 / 0.78\np = 78.2", "E"),  # a value on the last line
+    (PRICES, "At first glance 61 + 9 = 70, but the 22% is taken from the original price,\n"
+             "so 61 is 78% of it: 61 / 0.78 = 78.2.\n**Final answer:** 78.20 dollars", "E"),
+    (PRICES, "The discount is 22%, so the price was $61 / 0.78.\n(A price of $70 would be a discount of only 13%.)\n"
+             "So the original price was $78.20.", "E"),
+    (PRICES, "61 / 0.78 = 78.2\nAnswer: (E) $78.20", "E"),  # a letter is read first
+    (PRICES, "Answer: E) 78.2", "E"),
+    (PRICES, "Answer: $67.4", "C"),  # $67.40 with one decimal
+    (PRICES, "Answer: 78.2000001", "E"),  # equal within REL_TOL
+    (PRICES, "Answer: $78.205", None),  # not within it, and `$78.20` is not read inside `$78.205`
+    (PRICES, "It depends on whether the tax was added before the discount.\nAnswer: $61 or $65", None),
+    (PRICES, "Both could be right.\nAnswer: A or B", None),
+    (PRICES, "Answer: (A) $61 or (B) $65", None),
+    (PRICES, "The price went up by 17.20.\nAnswer: $78.20, up from $61", None),  # two options in digits
+    (TWINS, "67.4 × 1 = 67.4\nAnswer: $67.40", None),
+    (TWINS, "Answer: 67.4", None),
+    (TWINS, "Answer: E", "E"),
+    (["$1,200", "$1,250", "$12,500", "$125"], "Each of the 5 payments is $250, so 5 × 250 = 1250.\nAnswer: 1250", "B"),
+    (["$1,200", "$1,250", "$12,500", "$125"], "5 × $250 = $1,250 in total.\nAnswer: $1,250.", "B"),
+    (["€40", "€45", "€50"], "Nine tickets at €5 each cost 9 × 5 = 45.\nAnswer: 45 euros", "B"),
+    (LENGTHS, "The legs are 6 cm and 8 cm.\nBy Pythagoras, c² = 36 + 64 = 100, so c = 10.\nAnswer: 10 cm", "B"),
+    (LENGTHS, "The perimeter is 2 × (2 + 4) = 12.\nAnswer: 12", "C"),
+    (LENGTHS, "A square with a perimeter of 48 cm.\nSide = 48 / 4 = 12\n\nAnswer: 12cm", "C"),
+    (["12 cm", "12 m", "120 cm", "1.2 m"], "Answer: 12", None),  # 12 what?
+    (["12 cm", "12 m", "120 cm", "1.2 m"], "So the rope is 12 metres long.\nAnswer: 12 m", "B"),
+    (RADICALS, "By the law of sines, x = 10 sin 75° / sin 45°.\nsin 75° = (√6 + √2)/4 and sin 45° = √2/2,\n"
+               "so x = 5(√6 + √2)/√2 = 5(√3 + 1).\nAnswer: 5(√3+1)", "A"),
+    (RADICALS, "The diagonal of a square of side 2 is $2\\sqrt{2}$.\n\n"
+               "Therefore the answer is $\\boxed{2\\sqrt{2}}$", "D"),
+    (RADICALS, "The side is 1, so the diagonal is √(1 + 1).\nAnswer: √2", "E"),
+    (RADICALS, "The height is 10 sin 60° = 10 · √3/2.\nAnswer: 5\\sqrt{3}", "B"),
+    (["1/4", "1/2", "3/4", "1"], "Three of the four marbles are red, so P(red) = 3/4 = 0.75.\nAnswer: 0.75", "C"),
+    (["0.25", "0.5", "0.75", "1"], "P = 3 / 4\n\nAnswer: \\frac{3}{4}", "C"),
+    (["0.25", "0.5", "0.75", "1"], "One of the four outcomes fails.\nAnswer: 3/4", "C"),
+    (["1/2", "0.5", "2", "3/4"], "Half of them: 1/2.\nAnswer: 0.5", None),  # 0.5 and 1/2 are one value
+    (["1/2", "0.5", "2", "3/4"], "Answer: 1/2", None),
+    (PERCENTS, "The discount is 15 out of 60, so 15/60 = 0.25.\nAnswer: 25%", "C"),
+    (PERCENTS, "15 / 60 = 0.25, a quarter.\nAnswer: 25", "C"),
+    (PERCENTS, "15 / 60 = 0.25\nAnswer: 0.25", None),  # a percent is not converted
+    (PERCENTS, "The rate went from 20% to 25%.\nThe rise is 25 - 20 = 5 points, or 5 / 20 of the old rate.\n"
+               "So it is 25%.", "C"),
+    (SIGNED, "Solving 2x + 6 = 0 gives 2x = -6.\nDividing by 2: x = -3.\nAnswer: -3", "A"),
+    (SIGNED, "x + 4 = 1\nAnswer: x = −3", "A"),
+    (SIGNED, "3 - 6 = -3 is the other root, but x must be positive, so x = 3.\nAnswer: 3", "D"),
+    (SIGNED, "Plugging in, (−3)² + 2(−3) − 3 = 0, so x = −3.", "A"),
+    # word options keep the longest mention, unless two are named as alternatives
+    (["rio de janeiro", "new york", "town", "germany", "hotel"], "Answer: the town known for disco is Rio de Janeiro",
+     "A"),
+    (CHOICES, "Answer: have knowledge and take charge", None),
+]
+
 # Replies of the embedded model, verbatim from results/examples/<dataset>-single-text/events.jsonl;
 # the expected answer is the one a reader takes from the reply.
 MODEL_REPLIES = [
@@ -179,6 +249,18 @@ def test_yes_no_extractor(reply, expected):
 @pytest.mark.parametrize("reply, expected", CHOICE)
 def test_choice_extractor(reply, expected):
     assert extract("choice", reply, CHOICES) == expected
+
+
+@pytest.mark.parametrize("choices, reply, expected", NUMERIC_CHOICE)
+def test_choice_extractor_on_options_that_are_numbers_or_expressions(choices, reply, expected):
+    assert extract("choice", reply, choices) == expected
+
+
+def test_a_reply_cut_off_is_read_only_where_it_states_its_answer():
+    cut = "11. Cost of the eleventh glass = $5\n12. Cost of the twelfth glass = 0.60 * $5 = $3\n13. Cost of the"
+    assert extract("integer", cut) == 3 and extract("integer", cut, marked_only=True) is None
+    assert extract("integer", "So far 60.\nAnswer: 64\n\nCheck: 6", marked_only=True) == 64
+    assert extract("choice", "Both $61 and", PRICES, marked_only=True) is None
 
 
 def test_tables_have_at_least_30_replies_per_answer_type():
