@@ -11,6 +11,8 @@ BENCHMARKS = {
     "cache_replay": "re-running the concurrency sweep from the cache: zero calls, share of first wall time",
     "footprint": "import time of debatekit and peak memory of a 100-item scripted run",
     "local_engine": "tokens/s of debatekit on the local model vs the raw xllamacpp engine, prompt-cache reuse",
+    "reply_lengths": "completion tokens of the committed free-text replies per answer kind, and the loop rule on them",
+    "concurrent_runs": "two local runs at once: aggregate tok/s and each one's share, own engines vs one shared engine",
 }
 
 

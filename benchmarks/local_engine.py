@@ -221,6 +221,9 @@ def reuse_targets(side: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    import os
+
+    os.environ["DEBATEKIT_LOCAL_ENGINE"] = "process"  # the engines measured here are loaded in this process
     parser = argparse.ArgumentParser(prog="python -m benchmarks local_engine")
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--agents", type=int, default=3)

@@ -26,6 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
+from debatekit import cores, repetition
+from debatekit.prefix_cache import DEFAULT_CACHE_RAM_MIB, PrefixCache, SlotRouter, prefix_cache  # noqa: F401
+from debatekit.provider_errors import LocalModelError
+
 DEFAULT_LOCAL = "qwen2.5-coder-1.5b-instruct"
 DEFAULT_MODEL = f"local/{DEFAULT_LOCAL}"
 
@@ -62,10 +66,6 @@ KNOWN = {
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
     )
 }
-
-
-class LocalModelError(RuntimeError):
-    """The local model cannot be assembled or loaded; the message says what to do."""
 
 
 def home() -> Path:
@@ -173,118 +173,6 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
     return target
 
 
-DEFAULT_CACHE_RAM_MIB = 2048
-
-
-@dataclass(frozen=True)
-class PrefixCache:
-    """How the engine keeps each conversation's computed prefix between its requests.
-
-    A debate agent's round-2 prompt begins with its whole round-1 conversation. With more
-    conversations than slots, that state has usually left its slot by then; llama.cpp can park
-    it in a host-memory prompt cache (`--cache-ram`) and restore it, but only when it picks a
-    slot least-recently-used: by default it first picks any idle slot whose tokens share over 10%
-    of the new prompt (`--slot-prompt-similarity 0.1`), which the shared system prompt always
-    does, and then neither saves that slot nor looks in the cache.
-
-    Attributes:
-        ram_mib: host memory for parked prompts in MiB (0: no cache, -1: no limit). The KV state
-            of Qwen2.5-1.5B is 28 KiB a token, so the default 2048 MiB holds ~75k tokens: the 36
-            conversations of 12 three-agent debates several times over, in about a tenth of a
-            24 GiB machine beside the 1.1 GB model.
-        reuse: True sends a request back to the idle slot that holds its conversation
-            (`SlotRouter`, in-process engine only) and otherwise lets llama.cpp pick its
-            least-recently-used slot, park that slot's prompt and restore the request's longest
-            cached prefix; False keeps llama.cpp's default selection by prompt similarity (the
-            behaviour before this setting existed).
-    """
-
-    ram_mib: int = DEFAULT_CACHE_RAM_MIB
-    reuse: bool = True
-
-    @property
-    def slot_similarity(self) -> float:
-        """llama.cpp's `slot_prompt_similarity`: 0 disables selection by similarity."""
-        return 0.0 if self.reuse else 0.1
-
-    def apply(self, params) -> None:
-        """Set these choices on an `xllamacpp.CommonParams`."""
-        params.cache_ram_mib = self.ram_mib
-        params.slot_prompt_similarity = self.slot_similarity
-
-
-def prefix_cache() -> PrefixCache:
-    """Prefix-cache settings from $DEBATEKIT_LOCAL_CACHE_RAM (MiB) and $DEBATEKIT_LOCAL_PREFIX_REUSE (on/off).
-
-    Raises:
-        LocalModelError: a value that is not a number of MiB (>= -1) or on/off.
-    """
-    ram = os.environ.get("DEBATEKIT_LOCAL_CACHE_RAM", "").strip() or str(DEFAULT_CACHE_RAM_MIB)
-    reuse = os.environ.get("DEBATEKIT_LOCAL_PREFIX_REUSE", "").strip().lower() or "on"
-    try:
-        ram_mib = int(ram)
-    except ValueError:
-        ram_mib = -2
-    if ram_mib < -1:
-        raise LocalModelError(f"DEBATEKIT_LOCAL_CACHE_RAM must be MiB of host memory (0 off, -1 no limit), got {ram!r}")
-    if reuse not in _SWITCH:
-        raise LocalModelError(f"DEBATEKIT_LOCAL_PREFIX_REUSE must be on or off, got {reuse!r}")
-    return PrefixCache(ram_mib=ram_mib, reuse=_SWITCH[reuse])
-
-
-class SlotRouter:
-    """Sends a conversation back to the idle slot that holds its earlier turns.
-
-    llama.cpp restores a parked prefix only for a request it places itself (on its
-    least-recently-used idle slot); a conversation whose state still sits in another idle slot
-    would be recomputed there. The router remembers what each slot last held (the server names
-    the slot in a verbose reply) and asks for that slot (`id_slot`) when an idle one holds a
-    prefix of the request's messages; otherwise it leaves the choice to the server and reserves
-    the slot the server will take (its least-recently-used idle one, highest id on a tie).
-    """
-
-    def __init__(self, slots: int):
-        self.held: list[tuple] = [()] * slots  # the messages each slot holds, reply included
-        self.busy = [False] * slots
-        self.used = [-1] * slots  # order in which slots were last released
-        self.clock = 0
-        self.lock = threading.Lock()
-
-    def choose(self, messages: list[dict]) -> tuple[int | None, int | None]:
-        """`(id_slot to ask for or None, slot reserved for the call)`; pair with `release`."""
-        key = _conversation(messages)
-        with self.lock:
-            idle = [s for s, busy in enumerate(self.busy) if not busy]
-            own = [s for s in idle if self.held[s] and key[:len(self.held[s])] == self.held[s]]
-            if own:
-                slot = max(own, key=lambda s: len(self.held[s]))
-            else:
-                slot = min(idle, key=lambda s: (self.used[s], -s), default=None)
-            if slot is not None:
-                self.busy[slot] = True
-            return (slot if own else None), slot
-
-    def release(self, reserved: int | None, used: int | None, messages: list[dict] | None) -> None:
-        """Record that the call reserved on `reserved` ran on slot `used` and left `messages` there."""
-        with self.lock:
-            if reserved is not None:
-                self.busy[reserved] = False
-            if used is None or not 0 <= used < len(self.held):
-                if reserved is not None:
-                    self.held[reserved] = ()  # unknown now: never route to it by content
-                return
-            self.held[used] = _conversation(messages or [])
-            self.clock += 1
-            self.used[used] = self.clock
-
-
-def _conversation(messages: list[dict]) -> tuple:
-    return tuple((m.get("role"), m.get("content")) for m in messages)
-
-
-_SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False, "no": False}
-
-
 class Engine:
     """One xllamacpp server loaded in-process with `slots` parallel sequences."""
 
@@ -300,7 +188,7 @@ class Engine:
         params.model.path = str(path)
         params.n_parallel = slots
         params.n_ctx = ctx_per_slot * slots
-        threads = int(os.environ.get("DEBATEKIT_LOCAL_THREADS") or max(1, os.cpu_count() or 1))
+        threads = claim_threads()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
@@ -311,7 +199,7 @@ class Engine:
         params.port, params.hostnames = port, [host]
         if alias:
             params.model_alias = {alias}
-        self.path, self.slots = path, slots
+        self.path, self.slots, self.threads = path, slots, threads
         self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
         self.router = SlotRouter(slots) if self.cache.reuse else None
         self.server = xllamacpp.Server(params)
@@ -323,30 +211,52 @@ class Engine:
         """The HTTP address the engine listens on, e.g. http://127.0.0.1:8765."""
         return self.server.listening_address
 
-    def chat(self, request: dict) -> dict:
-        """One OpenAI-style chat completion (blocking), on the slot holding its prefix if any."""
+    def chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        """One OpenAI-style chat completion (blocking), on the slot holding its prefix if any;
+        generation stops at the next token once `cancelled` is set (its caller went away)."""
         with self._count:
             self.in_flight += 1
         try:
-            return self._chat(request)
+            return self._chat(request, cancelled)
         finally:
             with self._count:
                 self.in_flight -= 1
 
-    def _chat(self, request: dict) -> dict:
+    def _chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         if self.router is None:
-            return self._checked(self.server.handle_chat_completions(request))
+            return self._streamed(request, cancelled)
         slot, reserved = self.router.choose(request["messages"])
         routed = {**request, "verbose": True, **({} if slot is None else {"id_slot": slot})}
         used, held = None, None
         try:
-            reply = self._checked(self.server.handle_chat_completions(routed))
+            reply = self._streamed(routed, cancelled)
             used = (reply.pop("__verbose", None) or {}).get("id_slot")
             text = reply["choices"][0]["message"].get("content") or ""
             held = [*request["messages"], {"role": "assistant", "content": text}]
             return reply
         finally:
             self.router.release(reserved, used, held)
+
+    def _streamed(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
+        finish_reason "loop"); returned in the shape of a non-streamed reply (usage, timings, slot)."""
+        watch, chunks = repetition.LoopWatch(), []
+
+        def on_chunk(chunk) -> bool:
+            try:
+                if cancelled is not None and cancelled.is_set():
+                    return True
+                chunks.append(chunk)
+                delta = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
+                return watch.feed(delta) if delta else False
+            except Exception:  # noqa: BLE001 - an exception must not cross into llama.cpp's thread
+                return True
+
+        streamed = {**request, "stream": True, "timings_per_token": True, "stream_options": {"include_usage": True}}
+        returned = self.server.handle_chat_completions(streamed, on_chunk)
+        if isinstance(returned, dict) and "error" in returned:  # refused before streaming (a prompt too long, say)
+            return self._checked(returned)
+        return self._checked(_assembled(chunks, watch))
 
     @staticmethod
     def _checked(reply: dict) -> dict:
@@ -356,6 +266,55 @@ class Engine:
 
     async def achat(self, request: dict) -> dict:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self.chat, request)
+
+
+def _assembled(chunks: list, watch: "repetition.LoopWatch") -> dict:
+    """A non-streamed reply built from streamed chunks (a stopped loop keeps two copies of its span)."""
+    error = next((c["error"] for c in chunks if isinstance(c, dict) and "error" in c), None)
+    if error is not None:
+        return {"error": error}
+    text, finish, timings, usage, verbose = watch.text, None, {}, None, None
+    for chunk in chunks:
+        choice = (chunk.get("choices") or [{}])[0]
+        finish = choice.get("finish_reason") or finish
+        timings = chunk.get("timings") or timings
+        usage = chunk.get("usage") or usage
+        verbose = chunk.get("__verbose") or verbose
+    if watch.start is not None:
+        text, finish = repetition.trimmed(text, watch.start), "loop"
+    if usage is None:  # stopped before the last chunk: count what the engine reported so far
+        cached = timings.get("cache_n", 0)
+        usage = {"prompt_tokens": timings.get("prompt_n", 0) + cached, "prompt_tokens_details": {"cached_tokens": cached},
+                 "completion_tokens": timings.get("predicted_n", 0)}
+    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+             "usage": usage, "timings": timings}
+    if verbose is not None:
+        reply["__verbose"] = verbose
+    return reply
+
+
+def claim_threads() -> int:
+    """Threads for an engine loaded in this process, out of the machine-wide budget (`cores.claim`)."""
+    return cores.claim(home() / "engine" / "threads")
+
+
+async def achat(name: str, request: dict) -> dict:
+    """One chat completion of a local model: through the machine's shared engine (default), or an
+    engine loaded in this process when $DEBATEKIT_LOCAL_ENGINE is `process`."""
+    from debatekit import shared_engine
+
+    if shared_engine.mode() == "process":
+        return await (await asyncio.to_thread(engine, name)).achat(request)
+    await asyncio.to_thread(_ready, name)  # assembled here, so its messages and errors reach this process
+    return await shared_engine.achat(name, request)
+
+
+def _ready(name: str) -> None:
+    path = model_path(name)
+    if name in KNOWN:
+        pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
+    elif not path.exists():
+        raise LocalModelError(f"local model file not found: {path}")
 
 
 def busy() -> bool:
@@ -378,9 +337,6 @@ def engine(name: str = DEFAULT_LOCAL) -> Engine:
     path = model_path(name)
     with _lock:
         if path not in _engines:
-            if name in KNOWN:
-                pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
-            elif not path.exists():
-                raise LocalModelError(f"local model file not found: {path}")
+            _ready(name)
             _engines[path] = Engine(path, slots())
         return _engines[path]

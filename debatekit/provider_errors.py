@@ -8,6 +8,11 @@ import time
 MAX_RETRY_AFTER = 60.0  # seconds: the longest `Retry-After` honoured
 
 
+class LocalModelError(RuntimeError):
+    """The local model cannot be assembled, loaded or configured; the message says what to do
+    (`debatekit.local.LocalModelError`)."""
+
+
 class ProviderFault(Exception):
     """A failed provider attempt, classified by kind."""
 
@@ -22,6 +27,7 @@ SETUP_MARKERS = {  # phrases of wrapped exceptions (litellm wraps a custom provi
     "connection error": "connection",  # the OpenAI client's APIConnectionError, its cause often dropped
     "expecting value": "bad_response", "jsondecodeerror": "bad_response",  # a reply that is not JSON at all
     "local model file not found": "setup", "localmodelerror": "setup", "model not found": "not_found",
+    "enginelost": "server",  # the shared local engine died mid-call: retried, by a new engine if need be
 }
 
 

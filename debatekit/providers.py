@@ -89,7 +89,7 @@ def _local_provider(litellm):
     from debatekit import local
 
     class LocalProvider(litellm.CustomLLM):
-        """litellm provider `local/NAME`: the in-process xllamacpp engine."""
+        """litellm provider `local/NAME`: the machine's shared xllamacpp engine (`debatekit.shared_engine`)."""
 
         async def acompletion(self, model, messages, *args, optional_params=None, **kwargs):
             params = optional_params or kwargs.get("optional_params") or {}
@@ -97,8 +97,7 @@ def _local_provider(litellm):
             for key in ("temperature", "seed", "max_tokens", "response_format", "top_p", "stop"):
                 if params.get(key) is not None:
                     request[key] = params[key]
-            engine = await asyncio.to_thread(local.engine, model)
-            reply = await engine.achat(request)
+            reply = await local.achat(model, request)
             usage = reply.get("usage", {})
             return _fill(litellm, kwargs["model_response"], model, reply["choices"][0]["message"]["content"] or "",
                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),

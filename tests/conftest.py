@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 from pathlib import Path
 
 import pytest
 
 from debatekit import scripted
+
+# the local-model tests share the machine's engine (debatekit.shared_engine); one the suite started
+# stops soon after it, rather than holding 1.5 GB for the default five idle minutes
+os.environ.setdefault("DEBATEKIT_ENGINE_IDLE", "30")
 
 
 @pytest.fixture(autouse=True)

@@ -151,7 +151,7 @@ def test_the_local_engine_counts_generations_still_running_on_its_threads(monkey
 
     engine = local.Engine.__new__(local.Engine)
     engine.in_flight, engine._count, release = 0, threading.Lock(), threading.Event()
-    engine._chat = lambda request: release.wait(5) and {"choices": []}
+    engine._chat = lambda request, cancelled=None: release.wait(5) and {"choices": []}
     monkeypatch.setattr(local, "_engines", {"m": engine})
     worker = threading.Thread(target=engine.chat, args=({},))
     worker.start()

@@ -84,3 +84,22 @@ def test_pull_names_a_missing_part(tmp_path, monkeypatch):
 def test_unknown_local_model_name_is_a_clear_error():
     with pytest.raises(LocalModelError, match="unknown local model 'nope'"):
         local.model_path("nope")
+
+
+@pytest.mark.local_model
+def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_model():
+    """Streamed through the machine's engine, a reply whose tail turns periodic ends as fault `loop`
+    long before its token limit, and the repair request (do not repeat yourself) is sent."""
+    import asyncio
+
+    from debatekit.gateway import Gateway
+    from debatekit.protocols.answers import AnswerSpec
+
+    local.pull()
+    output = AnswerSpec(kind="integer").output
+    ask = [{"role": "user", "content": "Write the sentence 'The sky is blue.' exactly 80 times as plain text, one "
+                                       "after another. Do not write code. Then end with a last line `Answer: 3`."}]
+    done = asyncio.run(Gateway(cache=None).complete(local.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
+                                                    max_tokens=600))
+    assert done.faults[:2] == ["parse", "loop"], done.faults
+    assert done.calls == 2 and done.completion_tokens < 600 + 200

@@ -115,6 +115,7 @@ class FakeEngine:
 
 def test_engine_timings_reach_every_call_event(tmp_path, monkeypatch):
     fake = FakeEngine()
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")  # the fake stands in for an engine in this process
     monkeypatch.setattr(local, "engine", lambda name=local.DEFAULT_LOCAL: fake)
     config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, model=local.DEFAULT_MODEL,
                        params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
@@ -193,6 +194,7 @@ def test_round_two_reuses_each_agents_own_conversation(tmp_path, monkeypatch, no
     without it): issue 17.
     """
     monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "2")
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")  # a fresh 2-slot engine in this process
     monkeypatch.setattr(local, "_engines", {})
     config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, cache=False, concurrency=2,
                        max_tokens=160, params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
@@ -202,6 +204,36 @@ def test_round_two_reuses_each_agents_own_conversation(tmp_path, monkeypatch, no
     assert rounds[2]["reuse"] > 0 and rounds[2]["cached_tokens"] > rounds[1]["prompt_tokens"], rounds
 
 
+@pytest.mark.local_model
+def test_round_two_reuses_each_agents_own_conversation_through_the_shared_engine(tmp_path, monkeypatch, no_cache_env):
+    """The same run as above, its calls sent to the machine's shared engine (a 2-slot daemon of its own)."""
+    import os
+    import signal
+
+    from debatekit import shared_engine
+
+    weights = local.pull(say=lambda msg: None)
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / weights.name).symlink_to(weights)
+    for name, value in {"DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_SLOTS": "2", "DEBATEKIT_LOCAL_ENGINE": "shared",
+                        "DEBATEKIT_ENGINE_IDLE": "20"}.items():
+        monkeypatch.setenv(name, value)
+    config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, cache=False, concurrency=2,
+                       max_tokens=160, params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
+    try:
+        result = run(config, tmp_path / "run", progress=False)
+        status = shared_engine.status()
+    finally:
+        if info := shared_engine.status():
+            os.kill(info["pid"], signal.SIGTERM)
+    provider_calls = sum(d.usage.provider_calls for d in result.debates)  # repair requests included
+    assert status["pid"] != os.getpid() and status["served"] == provider_calls >= 8
+    assert list(status["slots"].values()) == [2]
+    rounds = {r["round"]: r for r in local_engine.by_round(result.path)}
+    assert rounds[2]["calls"] == 4 and rounds[2]["reuse"] > 0 and rounds[2]["cached_tokens"] > rounds[1]["prompt_tokens"]
+
+
 class SlotServer:
     """A fake llama.cpp server with `n` slots: it places an unrouted request on its least-recently-used
     idle slot (highest id on a tie), honours `id_slot`, and names the slot in a verbose reply."""
@@ -209,7 +241,18 @@ class SlotServer:
     def __init__(self, n: int):
         self.used, self.clock, self.log = [-1] * n, 0, []
 
-    def handle_chat_completions(self, request):
+    def handle_chat_completions(self, request, on_chunk=None):
+        reply = self._reply(request)
+        if on_chunk is None:
+            return reply
+        verbose = reply.pop("__verbose", None)  # streamed as llama.cpp does: text, then the end, then usage
+        on_chunk({"choices": [{"index": 0, "delta": {"content": reply["choices"][0]["message"]["content"]}}]})
+        on_chunk({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                  **({"__verbose": verbose} if verbose else {})})
+        on_chunk({"choices": [], "usage": {"prompt_tokens": 3, "completion_tokens": 2}})
+        return None
+
+    def _reply(self, request):
         slot = request.get("id_slot")
         if slot is None:
             slot = min(range(len(self.used)), key=lambda s: (self.used[s], -s))

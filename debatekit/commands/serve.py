@@ -80,8 +80,16 @@ def run(args) -> int:
           f"  api_base  {api_base}\n"
           f"sweep grid: parameters: {{model: {model}, api_base: {api_base}}}\n"
           f"stop with Ctrl-C", flush=True)
+    from debatekit import local, shared_engine
+
+    name = args.model or local.DEFAULT_LOCAL
     try:
-        threading.Event().wait()
+        # local runs on this machine use this engine too, instead of loading a second one
+        hosted = shared_engine.host(lambda m: engine if m == name else local.engine(m), idle=None)
+        if not hosted:
+            print(f"note: the machine's shared engine (pid {shared_engine.owner()}) serves local/ runs; this server "
+                  f"is a second engine with {engine.threads} thread(s)", file=sys.stderr, flush=True)
+            threading.Event().wait()
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return 0
