@@ -7,6 +7,8 @@
     round_metrics(tables)   # per run and round: accuracy per agent and majority, agreement, flips
     seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
     compare(tables, baseline="single")   # paired differences against a baseline (debatekit.paired)
+    decomposition(tables)                # one society_of_mind run as single, vote and debate (debatekit.decompose)
+    detectable_difference(n=100, discordance=0.25)  # what a null result rules out (debatekit.power)
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ import pandas as pd
 
 from debatekit.metrics import agreement_rate, answers_equal, bootstrap_ci, majority, nested_bootstrap_ci
 from debatekit.paired import compare  # noqa: F401 - part of this module's interface
+from debatekit.decompose import decompose, decomposition  # noqa: F401 - likewise
+from debatekit.power import detectable_difference, items_needed, mcnemar_power  # noqa: F401 - likewise
 from debatekit.schemas import ANSWERED, DebateRecord
 
 
@@ -42,7 +46,7 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
         else (None,) * 3
     total = {key: sum(getattr(d.usage, key) for d in debates) for key in
              ("calls", "provider_calls", "prompt_tokens", "completion_tokens", "cost", "cache_hits",
-              "parse_failures", "retries", "timeouts", "errors")}
+              "parse_failures", "cut_off", "looped", "retries", "timeouts", "errors")}
     stops: dict[str, int] = {}
     for d in debates:
         stops[d.stop_reason or "none"] = stops.get(d.stop_reason or "none", 0) + 1
@@ -387,3 +391,4 @@ def equal_budget(configs: pd.DataFrame, baseline: pd.Series, budget: str = "comp
                        baseline_low=base.loc[nearest, "low"].to_numpy(),
                        baseline_high=base.loc[nearest, "high"].to_numpy(),
                        baseline_budget=base.loc[nearest, budget].to_numpy(), baseline_row=nearest)
+

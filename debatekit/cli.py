@@ -74,6 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
                      help="environment variable holding the API key for --model (the key is never written)")
     run.add_argument("--concurrency", type=_positive, default=4, help="debates run at once")
     run.add_argument("--token-budget", type=_positive, help="completion tokens per debate")
+    run.add_argument("--max-tokens", type=_positive,
+                     help="completion tokens per call (default: the reply's own; a free-text answer's is set "
+                          "per answer kind, docs/answers.md; else 512)")
     run.add_argument("--timeout", type=float,
                      help="seconds per model call (default: 120 for a provider, 900 for a local/ model)")
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
@@ -117,7 +120,7 @@ def cmd_run(args) -> int:
         configs.append(RunConfig(protocol=name, dataset=args.dataset, limit=args.limit, model=args.model,
                                  params=params, seed=args.seed, seeds=args.seeds, concurrency=args.concurrency,
                                  api_base=args.api_base, api_key_env=args.api_key_env,
-                                 token_budget=args.token_budget, call_timeout=args.timeout,
+                                 token_budget=args.token_budget, max_tokens=args.max_tokens, call_timeout=args.timeout,
                                  cache=not args.no_cache))
     _check_all_used(args, sets, [registry.get(n) for n in args.protocols])
     outs = [args.out and (Path(args.out) / c.protocol if len(configs) > 1 else Path(args.out)) for c in configs]
@@ -175,7 +178,7 @@ def _check_all_used(args, sets: dict, specs) -> None:
 def summary_table(results) -> str:
     """The comparison table printed at the end of `debatekit run`."""
     head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
-            "tokens", "cached", "parse fail", "escalated", "wall s")
+            "tokens", "cached", "cut off", "looped", "unreadable", "escalated", "wall s")
     rows = [head]
     for r in results:
         s, cfg = r.summary, r.record.config
@@ -190,7 +193,7 @@ def summary_table(results) -> str:
                      str(s.get("degraded", 0)), acc,
                      f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
                      str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
-                     str(s["parse_failures"]),
+                     *_parse_failures(s),
                      " ".join(f"{n} {to}" for to, n in s.get("escalated_to", {}).items()) or "0",
                      f"{s['wall_s']:.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
@@ -198,6 +201,12 @@ def summary_table(results) -> str:
     lines.insert(1, "  ".join("-" * w for w in widths))
     where = "\n".join(f"trace: {r.path}" for r in results)
     return "\n".join(lines) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
+
+
+def _parse_failures(summary: dict) -> tuple[str, str, str]:
+    """A run's parse failures by cause: cut off at the token limit, stopped looping, the rest unreadable."""
+    cut, looped = summary.get("cut_off", 0), summary.get("looped", 0)
+    return str(cut), str(looped), str(summary["parse_failures"] - cut - looped)
 
 
 def protocol_report(result) -> str:
@@ -213,7 +222,8 @@ def round_table(result) -> str:
     """Per-round dynamics of a multi-round run (empty for single-round runs)."""
     from debatekit.analysis import load_runs, round_metrics
 
-    metrics = round_metrics(load_runs([result.path]))
+    tables = load_runs([result.path])
+    metrics = round_metrics(tables)
     if metrics.empty or metrics["round"].max() < 2 or metrics["agent_accuracy"].isna().all():
         return ""  # single round, or no ground truth to score rounds against (free-text answers)
     lines = [f"\n{result.record.config.protocol} by round (debates still running at that round):",
@@ -221,7 +231,27 @@ def round_table(result) -> str:
     for row in metrics.itertuples():
         lines.append(f"{row.round:<5}  {row.debates:<7}  {row.agent_accuracy:<9.2f}  {row.majority_accuracy:<12.2f}  "
                      f"{row.agreement:<9.2f}  {row.wrong_to_right:<12}  {row.right_to_wrong}")
-    return "\n".join(lines) + "\n\n"
+    return "\n".join(lines) + "\n\n" + decomposition_table(tables)
+
+
+def decomposition_table(tables) -> str:
+    """A society_of_mind run read as one agent, round-1 vote and debate, paired (empty for other runs)."""
+    from debatekit.decompose import decomposition
+
+    table = decomposition(tables) if (tables.debates["protocol"] == "society_of_mind").any() else None
+    if table is None or table.empty:
+        return ""
+    head = ("configuration", "against", "pairs", "accuracy", "difference [95% CI]", "only this right",
+            "only other right", "McNemar p", "completion tok/item")
+    rows = [head] + [(r.config, r.baseline, str(r.pairs), f"{r.accuracy:.2f} vs {r.baseline_accuracy:.2f}",
+                      f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]", str(r.only_config), str(r.only_baseline),
+                      f"{r.p_mcnemar:.3g}", f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}")
+                     for r in table.itertuples()]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return ("debate or vote, inside this run (single: agent 1's round-1 answer; vote@1: the round-1 majority; "
+            "debate@t: the majority after round t):\n" + "\n".join(lines) + "\n\n")
 
 
 def cmd_protocols(args) -> int:
@@ -265,7 +295,24 @@ def cmd_models(args) -> int:
         print(f"{row['model']:40} {row['state']:10} {row['path']}")
     print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "
           "local/path/to/file.gguf")
+    print(engine_line())
     return 0
+
+
+def engine_line() -> str:
+    """The machine's shared local engine in one line: running or not, its models, slots, clients, load."""
+    import time
+
+    from debatekit import shared_engine
+
+    info = shared_engine.status()
+    if info is None:
+        return (f"local engine: not running (mode {shared_engine.mode()}; the first local call starts it, "
+                f"it stops after {shared_engine.idle_seconds():.0f} s idle)")
+    models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads)" for m in info["models"]) or "none loaded"
+    return (f"local engine: running, pid {info['pid']}, up {time.time() - info['started']:.0f} s; models: {models}; "
+            f"{len(info['clients'])} client(s) in the last 10 min, {info['in_flight']} call(s) in flight, "
+            f"{info['served']} served ({info['completion_tokens']} completion tokens)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,16 +26,31 @@ COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "base
 
 
 def run_labels(records) -> dict[str, str]:
-    """A label per run (by run id) to compare runs under: its protocol, with its parameters where two
-    runs share a protocol (its run id if it has none)."""
+    """A label per run (by run id) to compare runs under: its protocol, with the settings that tell it
+    apart where runs share a protocol (parameters, then `max_tokens`, model, seed; its run id if
+    nothing differs)."""
     protocols = [r.config.protocol for r in records]
     labels = {}
     for record in records:
         label = record.config.protocol
-        if protocols.count(label) > 1:
-            label += " " + (" ".join(f"{k}={v}" for k, v in record.config.params.items()) or record.run_id)
+        twins = [r for r in records if r.config.protocol == label]
+        if len(twins) > 1:
+            settings = [_settings(r) for r in twins]
+            differ = [k for k in dict.fromkeys(k for d in settings for k in d)
+                      if len({repr(d.get(k)) for d in settings}) > 1]
+            mine = _settings(record)
+            shown = [f"{k}={'default' if mine[k] is None else mine[k]}" for k in differ if k in mine]
+            label += " " + (" ".join(shown) or record.run_id)
         labels[record.run_id] = label
+    if len(set(labels.values())) < len(labels):  # the same settings twice: tell them apart by run id
+        labels = {run: f"{label} {run}" for run, label in labels.items()}
     return labels
+
+
+def _settings(record) -> dict:
+    config = record.config
+    return {**config.params, "max_tokens": getattr(config, "max_tokens", None),
+            "model": getattr(record, "model", None), "seed": getattr(config, "seed", 0)}
 
 
 def compare_runs(tables: Any, records: Sequence, baseline: str | None = None) -> pd.DataFrame:
