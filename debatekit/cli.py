@@ -265,7 +265,8 @@ def cmd_protocols(args) -> int:
         return 0
     for name, spec in registry.available().items():
         params = ", ".join(f"{k}={v!r}" for k, v in spec.defaults().items())
-        print(f"{name:20} {spec.description}\n{'':20} {params}")
+        origin = "" if spec.source["kind"] == "builtin" else f"  [{registry.describe(spec.source)}]"
+        print(f"{name:20} {spec.description}{origin}\n{'':20} {params}")
     return 0
 
 

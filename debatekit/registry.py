@@ -1,4 +1,4 @@
-"""Protocol registration and lookup.
+"""Protocol registration and lookup: built-in protocols, installed plugins and protocol files.
 
 A protocol is a factory decorated with `@protocol("name")`. Its keyword arguments are the
 protocol's parameters (with defaults and type hints); it returns the async function that runs
@@ -9,14 +9,30 @@ one debate: `async def run(item, debate) -> Outcome`.
         async def run(item, debate):
             ...
         return run
+
+Three sources register protocols, and each spec remembers its own (`ProtocolSpec.source`, written
+into run.json as provenance):
+
+- built in: the modules of `debatekit.protocols`;
+- installed packages: an entry point in the group `debatekit.protocols` (`pair =
+  "mypkg.protocols:pair"` in the package's pyproject), loaded on first lookup; a plugin that fails
+  to import is one warning line naming it;
+- a file: `path/to/file.py:name` anywhere a protocol name is taken (`debatekit run`, grids,
+  notebooks, `RunConfig.protocol`) imports that file and takes its protocol `name`.
+
+A name registered twice from different sources is an error naming both.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib
+import importlib.util
 import inspect
 import pkgutil
+import sys
 import warnings
+from pathlib import Path
 from dataclasses import dataclass, field
 from typing import Any, Awaitable, Callable, Literal
 
@@ -76,6 +92,10 @@ class ProtocolSpec:
     stop_reasons: dict[str, str] = field(default_factory=dict)
     """Its own stop reasons (name -> meaning), beside the shared `engine.STOP_REASONS`; a debate
     that ends with a reason in neither fails with a ProtocolError."""
+    source: dict[str, Any] = field(default_factory=lambda: {"kind": "builtin"})
+    """Where it came from: `{"kind": "builtin", "module": ...}`, `{"kind": "module", "module": ...}` (a
+    module your code imported), `{"kind": "package", "package": ..., "version": ..., "entry_point":
+    ...}` or `{"kind": "file", "path": ..., "sha256": ...}`."""
 
     @property
     def label(self) -> str:
@@ -209,36 +229,137 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
 
     def register(factory):
         doc = inspect.getdoc(factory) or ""
+        module = factory.__module__
+        source = _loading or {"kind": "builtin" if module.startswith("debatekit.") else "module", "module": module}
+        known = _protocols.get(name)
+        if known is not None and _origin(known.source) != _origin(source):
+            raise ProtocolError(f"protocol {name!r} from {describe(source)} clashes with the one from "
+                                f"{describe(known.source)}; rename one of them")
         _protocols[name] = ProtocolSpec(
             name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
             report=report, node=node, output=output, review=review, renamed=renamed or {}, flags=flags or {},
-            debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {})
+            debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {},
+            source=dict(source))
         return factory
 
     return register
 
 
+ENTRY_POINTS = "debatekit.protocols"
+_loading: dict[str, Any] | None = None  # the source of the module being imported, while it registers
+_loaded: set[str] = set()  # "builtin", "plugins", and each protocol file's path
+
+
+def describe(source: dict[str, Any]) -> str:
+    """A source in a few words: `built in (debatekit.protocols.baselines)`, `package mypkg 1.0`, `file P`."""
+    if source["kind"] == "package":
+        return f"package {source['package']} {source.get('version') or ''} ({source['entry_point']})".replace("  ", " ")
+    if source["kind"] == "file":
+        return f"file {source['path']}"
+    if source["kind"] == "module":
+        return f"module {source['module']} (imported by your code)"
+    return f"built in ({source.get('module', 'debatekit')})"
+
+
+def _origin(source: dict[str, Any]) -> tuple:
+    """What makes two registrations the same source (a module imported twice registers again)."""
+    return source["kind"], source.get("module") or source.get("package") or source.get("path")
+
+
 def _load_builtin() -> None:
+    if "builtin" in _loaded:
+        return
     import debatekit.protocols as package
 
     for module in pkgutil.iter_modules(package.__path__):
         importlib.import_module(f"{package.__name__}.{module.name}")
+    _loaded.add("builtin")
+
+
+def _load_plugins() -> None:
+    """Import every installed package's `debatekit.protocols` entry points, once; a failure is one warning line."""
+    global _loading
+    if "plugins" in _loaded:
+        return
+    _loaded.add("plugins")
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=ENTRY_POINTS):
+        dist = getattr(point, "dist", None)
+        _loading = {"kind": "package", "package": getattr(dist, "name", None) or point.module,
+                    "version": getattr(dist, "version", None), "entry_point": f"{point.name} = {point.value}"}
+        try:
+            point.load()
+        except ProtocolError as exc:
+            print(f"debatekit: warning: plugin {point.name!r} ({describe(_loading)}) not loaded: {exc}", file=sys.stderr)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
+            print(f"debatekit: warning: plugin {point.name!r} ({describe(_loading)}) failed to import: "
+                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
+        finally:
+            _loading = None
+
+
+def _load_all() -> None:
+    _load_builtin()
+    _load_plugins()
+
+
+def is_file_reference(name: str) -> bool:
+    """Whether a protocol name points into a file: `path/to/file.py:name`."""
+    path, colon, _ = name.rpartition(":")
+    return bool(colon) and path.endswith(".py")
+
+
+def _load_file(reference: str) -> ProtocolSpec:
+    """Import the file of `path.py:name` (once per file and content) and return its protocol `name`."""
+    global _loading
+    path_text, _, wanted = reference.rpartition(":")
+    path = Path(path_text).expanduser().resolve()
+    if not path.is_file():
+        raise ProtocolError(f"protocol file {path_text!r} does not exist (in {reference!r})")
+    data = path.read_bytes()
+    digest = hashlib.sha256(data).hexdigest()
+    key = f"{path}@{digest}"
+    if key not in _loaded:
+        _loading = {"kind": "file", "path": str(path), "sha256": digest}
+        module_name = f"debatekit_file_{digest[:12]}"
+        try:
+            spec = importlib.util.spec_from_file_location(module_name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[module_name] = module
+            spec.loader.exec_module(module)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - named, one line
+            raise ProtocolError(f"protocol file {path} failed to import: {type(exc).__name__}: {exc}") from exc
+        finally:
+            _loading = None
+        _loaded.add(key)
+    found = _protocols.get(wanted)
+    if found is None or found.source.get("path") != str(path):
+        raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}")
+    return found
 
 
 def get(name: str) -> ProtocolSpec:
-    """The registered protocol `name`."""
-    _load_builtin()
+    """The protocol `name`: built in, from an installed plugin, or `path/to/file.py:name`."""
+    _load_all()
+    if is_file_reference(name):
+        return _load_file(name)
     if name not in _protocols:
-        raise ProtocolError(f"unknown protocol {name!r}; available: {', '.join(sorted(_protocols))}")
+        raise ProtocolError(f"unknown protocol {name!r}; available: {', '.join(sorted(_protocols))} "
+                            f"(or path/to/file.py:NAME)")
     return _protocols[name]
 
 
 def find(name: str) -> ProtocolSpec | None:
     """The registered protocol `name`, or None (a protocol of an old run no longer registered, say)."""
-    _load_builtin()
-    return _protocols.get(name)
+    try:
+        return get(name)
+    except ProtocolError:
+        return None
 
 
 def available() -> dict[str, ProtocolSpec]:
-    _load_builtin()
+    _load_all()
     return dict(sorted(_protocols.items()))

@@ -88,7 +88,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
     try:
         folder.create()
-        record = _open_record(folder, config, info, resume)
+        record = _open_record(folder, config, info, resume, spec.source)
     except BaseException:
         if cache is not None:
             cache.close()
@@ -274,7 +274,7 @@ async def _cancel(tasks: list[asyncio.Future]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> RunRecord:
+def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None) -> RunRecord:
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
@@ -289,10 +289,11 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool) -> Ru
             raise RunFolderError(f"cannot resume {folder.path}: dataset {info.path} changed since the run began")
         folder.prune_unfinished()
         record.status, record.reason = "running", None
+        record.protocol_source = source
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),
-                           model=config.run_model, dataset=info)
+                           model=config.run_model, dataset=info, protocol_source=source)
     folder.write_run(record)
     return record
 

@@ -215,3 +215,6 @@ class RunRecord(BaseModel):
     summary: dict[str, Any] = {}
     reason: str | None = None
     """Why an interrupted run stopped (a signal, a failed write), when it did not complete."""
+    protocol_source: dict[str, Any] | None = None
+    """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
+    package and its version, or a file and its sha256; None in runs recorded before it was kept."""

@@ -16,7 +16,7 @@ import pandas as pd
 from debatekit.extras import need
 from debatekit.signals import stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
-from debatekit.sweep.guard import check_points, estimate_seconds
+from debatekit.sweep.guard import anchored, check_points, estimate_seconds
 from debatekit.sweep.point import is_complete_sidecar, stamp
 from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
@@ -88,10 +88,10 @@ def notebook_parameters(notebook: Path | str) -> set[str]:
     return set(papermill.inspect_notebook(str(notebook)))
 
 
-def _notebook_args(point: Point, declared: set[str], out: Path) -> dict:
+def _notebook_args(point: Point, declared: set[str], out: Path, base: Path | None = None) -> dict:
     params, extra = {}, {}
     for key, value in point.parameters.items():
-        (params if key in declared else extra)[key] = value
+        (params if key in declared else extra)[key] = anchored(value, base) if key == "protocol" else value
     if extra:
         if "extra" not in declared:
             raise SweepError(f"point {point.id}: the notebook has no parameter {', '.join(map(repr, extra))}")
@@ -142,7 +142,8 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         raise SweepError(f"notebook {notebook} does not exist")
     grid_data = grid if isinstance(grid, dict) else load_grid(grid)
     points = expand_grid(grid_data)
-    check_points(points)
+    base = None if isinstance(grid, dict) else Path(grid).resolve().parent  # protocol files are relative to it
+    check_points(points, base)
     declared = notebook_parameters(notebook)
     missing = {"out_dir", "summary_path"} - declared
     if missing:
@@ -150,7 +151,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     out.mkdir(parents=True, exist_ok=True)
     tasks, results = [], []
     for point in points:
-        args = _notebook_args(point, declared, out)
+        args = _notebook_args(point, declared, out, base)
         if is_complete(out, point):
             results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
         else:

@@ -25,8 +25,20 @@ NOTEBOOK_ALIASES = {"timeout"}
 """Notebook parameters that run_debate.ipynb passes to `run_point` under another name (call_timeout)."""
 
 
-def check_points(points: list[Point]) -> None:
-    """Validate the protocol parameters of every point that names a protocol.
+def anchored(protocol, base: Path | None):
+    """A protocol name as a kernel must see it: a relative `file.py:name` taken from `base` (the
+    grid file's folder), made absolute; any other name unchanged."""
+    from debatekit import registry
+
+    if base is None or not isinstance(protocol, str) or not registry.is_file_reference(protocol):
+        return protocol
+    path, _, name = protocol.rpartition(":")
+    return protocol if Path(path).is_absolute() else f"{(base / path).resolve()}:{name}"
+
+
+def check_points(points: list[Point], base: Path | None = None) -> None:
+    """Validate the protocol parameters of every point that names a protocol (a protocol file
+    relative to `base`, the grid's folder).
 
     Raises:
         SweepError: the first point with an unknown protocol, an unknown parameter or a wrong value.
@@ -50,7 +62,7 @@ def check_points(points: list[Point]) -> None:
             continue
         checked.add(key)
         try:
-            spec = registry.get(str(protocol))
+            spec = registry.get(str(anchored(protocol, base)))
             spec.validate(spec.generic(given))
         except registry.ProtocolError as exc:
             raise SweepError(f"point {point.id}: {exc}") from exc
