@@ -31,18 +31,25 @@ SINGLE_RUNS = {"integer": ["arithmetic-single-text", "gsm8k-single-text"], "choi
                "yesno": ["strategyqa-single-text", "strategyqa-single-text-limits"]}
 
 
+KIND_OF = {"arithmetic": "integer", "gsm8k": "integer", "commonsenseqa": "choice", "strategyqa": "yesno"}
+
+
 def _events(folder: Path):
+    """Each call event with the token limit its run gave a free-text answer: the run's max_tokens,
+    else (runs after the per-kind limits) its answer kind's default, else 512."""
+    from debatekit.protocols.answers import REPLY_TOKENS
+
     for path in sorted(folder.rglob("events.jsonl")):
-        limit = json.loads((path.parent / "run.json").read_text())["config"].get("max_tokens") \
-            if (path.parent / "run.json").exists() else None
+        run = json.loads((path.parent / "run.json").read_text()) if (path.parent / "run.json").exists() else {}
+        kind = KIND_OF.get((run.get("dataset") or {}).get("name"))
+        limit = (run.get("config") or {}).get("max_tokens") or REPLY_TOKENS.get(kind, 512)
         for line in path.read_text().splitlines():
             if line.strip():
                 yield json.loads(line), limit
 
 
-def _first_limit(event: dict, limit: int | None) -> int:
-    """The limit a call was given: the run's max_tokens, else the free-text default of its time (512)."""
-    return limit or 512
+def _first_limit(event: dict, limit: int) -> int:
+    return limit
 
 
 def lengths() -> dict:

@@ -298,18 +298,8 @@ def claim_threads() -> int:
     return cores.claim(home() / "engine" / "threads")
 
 
-async def achat(name: str, request: dict) -> dict:
-    """One chat completion of a local model: through the machine's shared engine (default), or an
-    engine loaded in this process when $DEBATEKIT_LOCAL_ENGINE is `process`."""
-    from debatekit import shared_engine
-
-    if shared_engine.mode() == "process":
-        return await (await asyncio.to_thread(engine, name)).achat(request)
-    await asyncio.to_thread(_ready, name)  # assembled here, so its messages and errors reach this process
-    return await shared_engine.achat(name, request)
-
-
-def _ready(name: str) -> None:
+def ready(name: str) -> None:
+    """Assemble a known local model if needed (its messages reach this process), or check its file."""
     path = model_path(name)
     if name in KNOWN:
         pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
@@ -337,6 +327,6 @@ def engine(name: str = DEFAULT_LOCAL) -> Engine:
     path = model_path(name)
     with _lock:
         if path not in _engines:
-            _ready(name)
+            ready(name)
             _engines[path] = Engine(path, slots())
         return _engines[path]

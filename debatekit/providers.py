@@ -86,7 +86,7 @@ def _schema_of(optional_params: dict) -> dict | None:
 
 
 def _local_provider(litellm):
-    from debatekit import local
+    from debatekit import shared_engine
 
     class LocalProvider(litellm.CustomLLM):
         """litellm provider `local/NAME`: the machine's shared xllamacpp engine (`debatekit.shared_engine`)."""
@@ -97,7 +97,7 @@ def _local_provider(litellm):
             for key in ("temperature", "seed", "max_tokens", "response_format", "top_p", "stop"):
                 if params.get(key) is not None:
                     request[key] = params[key]
-            reply = await local.achat(model, request)
+            reply = await shared_engine.complete(model, request)
             usage = reply.get("usage", {})
             return _fill(litellm, kwargs["model_response"], model, reply["choices"][0]["message"]["content"] or "",
                          usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0),

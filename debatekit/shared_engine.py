@@ -41,6 +41,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
+from debatekit import local
+from debatekit.provider_errors import LocalModelError
+
 DEFAULT_IDLE_S = 300.0
 START_TIMEOUT_S = 180.0  # loading a model from a cold disk cache
 CLIENT_WINDOW_S = 600.0  # a client counts as connected if it sent a request this recently
@@ -53,8 +56,6 @@ class EngineLost(RuntimeError):
 
 def folder() -> Path:
     """Where the machine's engine keeps its socket, lock and log: `$DEBATEKIT_HOME/engine`."""
-    from debatekit import local
-
     return local.home() / "engine"
 
 
@@ -62,8 +63,6 @@ def mode() -> str:
     """`shared` (default: one engine per machine) or `process` ($DEBATEKIT_LOCAL_ENGINE)."""
     value = (os.environ.get("DEBATEKIT_LOCAL_ENGINE") or "shared").strip().lower()
     if value not in ("shared", "process"):
-        from debatekit.local import LocalModelError
-
         raise LocalModelError(f"DEBATEKIT_LOCAL_ENGINE must be shared or process, got {value!r}")
     return value
 
@@ -74,12 +73,19 @@ def idle_seconds() -> float:
 
 # --- client ---------------------------------------------------------------------------------
 
+async def complete(name: str, request: dict) -> dict:
+    """One chat completion of the local model `name`: through the machine's shared engine (default),
+    or an engine loaded in this process when $DEBATEKIT_LOCAL_ENGINE is `process`."""
+    if mode() == "process":
+        return await (await asyncio.to_thread(local.engine, name)).achat(request)
+    await asyncio.to_thread(local.ready, name)  # assembled here, so its messages and errors reach this process
+    return await achat(name, request)
+
+
 async def achat(model: str, request: dict) -> dict:
     """One chat completion from the machine's engine, starting it if none is running."""
     reply = await _ask({"op": "chat", "model": model, "request": request, "pid": os.getpid()}, start=True)
     if "error" in reply:
-        from debatekit.local import LocalModelError
-
         raise LocalModelError(f"local engine error: {reply['error']}")
     return reply["reply"]
 
@@ -176,8 +182,6 @@ def _locked(path: Path):
 # --- daemon ---------------------------------------------------------------------------------
 
 def _real_engine(model: str):
-    from debatekit import local
-
     return local.engine(model)
 
 

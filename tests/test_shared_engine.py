@@ -118,7 +118,7 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
         return await real(model, request)
 
     monkeypatch.setattr(shared_engine, "achat", first_dies)
-    monkeypatch.setattr("debatekit.local._ready", lambda name: None)
+    monkeypatch.setattr("debatekit.local.ready", lambda name: None)
     gateway = Gateway(cache=None, backoff=0.01)
     done = asyncio.run(gateway.complete("local/m", MSG, max_tokens=16))
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
