@@ -22,7 +22,7 @@ from typing import Any
 
 import pandas as pd
 
-from debatekit.metrics import answers_equal, majority
+from debatekit.metrics import agreement_rate, answers_equal, majority
 from debatekit.paired import compare
 
 COLUMNS = ["run_id", "item_id", "seed", "config", "round", "correct", "status", "completion_tokens", "agreement"]
@@ -37,8 +37,12 @@ def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
     if debates.empty:
         return pd.DataFrame(columns=COLUMNS)
     turns = tables.turns
-    spent = (turns[turns["debate_id"].isin(debates["debate_id"])]
-             .groupby(["debate_id", "round", "agent"])["completion_tokens"].sum()) if not turns.empty else pd.Series()
+    spent: dict[str, dict[tuple, int]] = {}  # debate -> (round, agent) -> completion tokens, read once
+    if not turns.empty:
+        sums = turns[turns["debate_id"].isin(debates["debate_id"])].groupby(
+            ["debate_id", "round", "agent"])["completion_tokens"].sum()
+        for (debate, round_no, agent), n in sums.items():
+            spent.setdefault(debate, {})[(round_no, agent)] = n
     rounds = tables.rounds.set_index("debate_id") if not tables.rounds.empty else None
     runs = tables.runs.set_index("run_id")
     configured = runs["param_rounds"].to_dict() if "param_rounds" in runs else {}
@@ -49,16 +53,16 @@ def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
             continue
         first = first_agent or sorted(answers[1])[0]
         top = max(answers)
-        tokens = spent.get(d.debate_id, pd.Series(dtype=float)) if len(spent) else pd.Series(dtype=float)
-        round1 = list(answers[1].values())
-        agreement = sum(answers_equal(a, majority(round1)) for a in round1 if a is not None) / len(round1)
+        tokens = spent.get(d.debate_id, {})  # (round, agent) -> completion tokens
+        agreement = agreement_rate(list(answers[1].values())) or 0.0
         base = {"run_id": d.run_id, "item_id": d.item_id, "seed": d.seed, "status": d.status, "agreement": agreement}
         rows.append({**base, "config": "single", "round": 1, "correct": _right(answers[1].get(first), d.truth),
-                     "completion_tokens": _tokens(tokens, 1, first)})
+                     "completion_tokens": float(tokens.get((1, first), 0))})
         for t in range(1, max(top, int(configured.get(d.run_id) or 0)) + 1):
             said = answers[min(t, top)]
+            upto = float(sum(n for (r, _), n in tokens.items() if r <= t))
             rows.append({**base, "config": "vote@1" if t == 1 else f"debate@{t}", "round": t,
-                         "correct": _right(majority(said.values()), d.truth), "completion_tokens": _tokens(tokens, t)})
+                         "correct": _right(majority(said.values()), d.truth), "completion_tokens": upto})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
@@ -92,12 +96,3 @@ def _right(answer: Any, truth: Any) -> bool | None:
         return None
     return answer is not None and answers_equal(answer, truth)
 
-
-def _tokens(spent: pd.Series, upto: int, agent: str | None = None) -> float:
-    if spent.empty:
-        return 0.0
-    frame = spent.reset_index()
-    frame = frame[frame["round"] <= upto]
-    if agent is not None:
-        frame = frame[(frame["agent"] == agent) & (frame["round"] == 1)]
-    return float(frame["completion_tokens"].sum())
