@@ -237,6 +237,7 @@ def round_table(result) -> str:
 def decomposition_table(tables) -> str:
     """A society_of_mind run read as one agent, round-1 vote and debate, paired (empty for other runs)."""
     from debatekit.decompose import decomposition
+    from debatekit.paired import aligned
 
     table = decomposition(tables) if (tables.debates["protocol"] == "society_of_mind").any() else None
     if table is None or table.empty:
@@ -247,9 +248,7 @@ def decomposition_table(tables) -> str:
                       f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]", str(r.only_config), str(r.only_baseline),
                       f"{r.p_mcnemar:.3g}", f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}")
                      for r in table.itertuples()]
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = aligned(rows)
     return ("debate or vote, inside this run (single: agent 1's round-1 answer; vote@1: the round-1 majority; "
             "debate@t: the majority after round t):\n" + "\n".join(lines) + "\n\n")
 

@@ -148,11 +148,17 @@ def format_comparison(table: pd.DataFrame) -> str:
         rows.append((r.config, str(r.pairs), f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]",
                      str(r.only_config), str(r.only_baseline), f"{r.p_mcnemar:.3g}",
                      f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}", str(r.left_out)))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = aligned(rows)
     seeds = int(table["seeds"].max())
     over = "items" if seeds <= 1 else f"items, then {seeds} seeds within each item"
     title = (f"paired against {table['baseline'].iloc[0]} (accuracy difference on the items both answered; "
              f"95% bootstrap interval over {over}; exact McNemar test):")
     return "\n".join([title, *lines])
+
+
+def aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Text rows as left-aligned columns, the first row a header underlined with dashes."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
