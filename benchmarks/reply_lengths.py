@@ -48,10 +48,6 @@ def _events(folder: Path):
                 yield json.loads(line), limit
 
 
-def _first_limit(event: dict, limit: int) -> int:
-    return limit
-
-
 def lengths() -> dict:
     out = {}
     for kind, names in SINGLE_RUNS.items():
@@ -61,8 +57,7 @@ def lengths() -> dict:
             if not folder.exists():
                 continue
             runs.append(name)
-            for event, limit in _events(folder):
-                cap = _first_limit(event, limit)
+            for event, cap in _events(folder):
                 if "cut_off" in event["faults"] or "loop" in event["faults"] or event["completion_tokens"] >= cap:
                     stopped += 1
                 else:
@@ -77,12 +72,11 @@ def loops() -> dict:
     from debatekit.repetition import loop_start, trimmed
 
     seen, ended, stopped, flagged_ended, flagged, saved = set(), 0, 0, [], [], 0
-    for event, limit in _events(ROOT / "results"):
+    for event, cap in _events(ROOT / "results"):
         text = event.get("text") or ""
         if not text or text in seen:
             continue
         seen.add(text)
-        cap = _first_limit(event, limit)
         at_limit = "cut_off" in event["faults"] or event["completion_tokens"] >= cap
         start = loop_start(text)
         if not at_limit and not event["faults"]:
