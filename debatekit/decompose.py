@@ -45,7 +45,11 @@ def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
             spent.setdefault(debate, {})[(round_no, agent)] = n
     rounds = tables.rounds.set_index("debate_id") if not tables.rounds.empty else None
     runs = tables.runs.set_index("run_id")
-    configured = runs["param_rounds"].to_dict() if "param_rounds" in runs else {}
+    # a debate that stopped early is carried to the run's configured rounds, or (rounds left at the
+    # protocol's default) to the last round any of the run's debates reached
+    reached = tables.rounds.groupby("run_id")["round"].max().to_dict() if not tables.rounds.empty else {}
+    given = runs["param_rounds"].dropna().to_dict() if "param_rounds" in runs else {}
+    configured = {run: given.get(run, top) for run, top in reached.items()}
     rows = []
     for d in debates.itertuples():
         answers = _answers_by_round(rounds, d.debate_id)
