@@ -9,6 +9,11 @@
    order they started, straight into `handle_chat_completions` with as many in flight as slots
    (no litellm, no debatekit): the engine-efficiency ratio of debatekit against it.
 
+With `--engine shared` (debatekit's default since issue 27) the `after` side's calls go the way
+every process's calls go by default: over the shared engine's Unix socket to a daemon, here
+hosted in this process (in a private folder) around the freshly loaded engine, so the ratio to
+raw prices the socket hop and the streaming too. `--only-after` skips the `before` side.
+
 Per side and per round: prompt tokens, cached (reused) tokens, their share, and the engine's
 own prompt-processing and generation seconds (llama.cpp timings, summed over requests, as
 recorded in events.jsonl). Tokens per second = tokens the engine reported / wall time of the
@@ -18,7 +23,8 @@ side (model load excluded). `same_replies` compares each call of `after` with th
 prompt tokens that `after` no longer processes.
 
     python -m benchmarks local_engine [--items 12] [--agents 3] [--rounds 2] [--concurrency 12]
-        [--answer-format text|json] [--no-stop] [--no-raw] [--out PATH]
+        [--answer-format text|json] [--no-stop] [--no-raw] [--engine process|shared] [--only-after]
+        [--out PATH]
 """
 
 from __future__ import annotations
@@ -62,9 +68,9 @@ def capture(engine) -> list[dict]:
     """Wrap the engine's blocking chat so every request and reply is recorded."""
     log, lock, inner = [], threading.Lock(), engine.chat
 
-    def chat(request: dict) -> dict:
+    def chat(request: dict, cancelled: threading.Event | None = None) -> dict:
         start = time.perf_counter()
-        reply = inner(request)
+        reply = inner(request, cancelled)
         with lock:
             log.append({"request": json.loads(json.dumps(request)), "usage": reply.get("usage", {}),
                         "timings": reply.get("timings", {}), "start": start, "end": time.perf_counter()})
@@ -85,12 +91,34 @@ def tokens(usages: list[dict], wall: float) -> dict:
             "processed_tok_per_s": round((prompt - cached + completion) / wall, 3)}
 
 
-def debatekit_side(cache, args) -> tuple[dict, list[dict], Path]:
+def host_shared(engine) -> None:
+    """Serve `engine` as the machine's shared engine from a thread of this process, in a private
+    folder (so no other process's engine is disturbed), and route this process's calls to it."""
+    import os
+
+    from debatekit import shared_engine
+
+    where = Path(tempfile.mkdtemp(prefix="dk-bench-engine-"))
+    shared_engine.folder = lambda: where
+    os.environ["DEBATEKIT_LOCAL_ENGINE"] = "shared"
+    daemon = shared_engine.Daemon(lambda model: engine, idle=None)
+    ready = threading.Event()
+    threading.Thread(target=lambda: asyncio.run(daemon.serve(where, ready.set)), daemon=True).start()
+    ready.wait(30)
+
+
+def debatekit_side(cache, args, shared: bool = False) -> tuple[dict, list[dict], Path]:
+    import os
+
     from debatekit.runner import run
     from debatekit.schemas import RunConfig
 
     engine, load_s = fresh_engine(cache)
     log = capture(engine)
+    if shared:
+        host_shared(engine)
+    else:
+        os.environ["DEBATEKIT_LOCAL_ENGINE"] = "process"
     out = Path(tempfile.mkdtemp(prefix="dk-bench-local-")) / "run"
     params = {"agents": args.agents, "rounds": args.rounds, "stop_on_agreement": not args.no_stop,
               "answer_format": args.answer_format}
@@ -100,7 +128,8 @@ def debatekit_side(cache, args) -> tuple[dict, list[dict], Path]:
     result = run(config, out, progress=False)
     wall = time.perf_counter() - t
     side = {"settings": {"cache_ram_mib": cache.ram_mib, "prefix_reuse": cache.reuse,
-                         "slot_prompt_similarity": cache.slot_similarity}}
+                         "slot_prompt_similarity": cache.slot_similarity,
+                         "engine": "shared" if shared else "process"}}
     side.update(tokens([c["usage"] for c in log], wall))
     side.update(load_s=round(load_s, 2), accuracy=result.summary["accuracy"], failed_items=result.summary["failed"],
                 parse_failures=result.summary["parse_failures"], timeouts=result.summary["timeouts"],
@@ -221,9 +250,6 @@ def reuse_targets(side: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
-    import os
-
-    os.environ["DEBATEKIT_LOCAL_ENGINE"] = "process"  # the engines measured here are loaded in this process
     parser = argparse.ArgumentParser(prog="python -m benchmarks local_engine")
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--agents", type=int, default=3)
@@ -238,20 +264,29 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--answer-format", choices=("text", "json"), default="text",
                         help="society_of_mind's answer_format (text is debatekit's default)")
     parser.add_argument("--no-raw", action="store_true", help="skip the raw xllamacpp replay (no efficiency ratio)")
+    parser.add_argument("--engine", choices=("process", "shared"), default="process",
+                        help="how the `after` side reaches its engine: in this process, or over the shared "
+                             "engine's socket as every debatekit process does by default (`before` is in-process)")
+    parser.add_argument("--only-after", action="store_true", help="skip the `before` side")
     parser.add_argument("--out", type=Path, help="result file (default benchmarks/results/local_engine.json)")
     args = parser.parse_args(argv)
     result: dict = {"setup": {"protocol": "society_of_mind", "items": args.items, "agents": args.agents,
                               "rounds": args.rounds, "stop_on_agreement": not args.no_stop,
-                              "answer_format": args.answer_format,
+                              "answer_format": args.answer_format, "after_engine": args.engine,
                               "debates_at_once": args.concurrency, "call_timeout_s": args.call_timeout,
                               "model": "local/qwen2.5-coder-1.5b-instruct", "requested_items_in_issue": 12}}
     folders, captured = {}, {}
     for name, cache in sides().items():
-        result[name], captured[name], folders[name] = debatekit_side(cache, args)
-    before, after = result["before"], result["after"]
-    result["same_replies"] = same_replies(folders["before"], folders["after"])
-    result["wall_speedup"] = round(before["wall_s"] / after["wall_s"], 3)
-    result["predicted_after_wall_s"] = predicted_wall(before, after)
+        if name == "before" and args.only_after:
+            continue
+        result[name], captured[name], folders[name] = debatekit_side(
+            cache, args, shared=name == "after" and args.engine == "shared")
+    after = result["after"]
+    if "before" in result:
+        before = result["before"]
+        result["same_replies"] = same_replies(folders["before"], folders["after"])
+        result["wall_speedup"] = round(before["wall_s"] / after["wall_s"], 3)
+        result["predicted_after_wall_s"] = predicted_wall(before, after)
     targets = reuse_targets(after)
     if not args.no_raw:
         raw = result["raw_xllamacpp_after"] = raw_side(sides()["after"], captured["after"])
