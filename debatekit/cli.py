@@ -322,7 +322,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.gateway import ModelSetupError
     from debatekit.local import LocalModelError
     from debatekit.registry import ProtocolError
-    from debatekit.schemas import first_error
+    from debatekit.validation import first_error
     from debatekit import signals
     from debatekit.trace import RunFolderError, TraceWriteError
 

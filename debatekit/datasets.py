@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from debatekit.schemas import DatasetInfo, first_error
+from debatekit.schemas import DatasetInfo
+from debatekit.validation import first_error
 from debatekit.trace import item_folder_name
 
 

@@ -23,10 +23,10 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from pydantic import BaseModel
 
-from debatekit.gateway import Completion, Gateway
+from debatekit.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
 from debatekit.metrics import answers_equal
 from debatekit.providers import CALL_CONTEXT
-from debatekit.schemas import DEFAULT_MAX_TOKENS, CallEvent, RoundRecord, Usage, Verdict
+from debatekit.schemas import CallEvent, RoundRecord, Usage, Verdict
 from debatekit.trace import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]

@@ -41,7 +41,10 @@ from debatekit.credentials import redact
 from debatekit.model_kinds import default_model, policy
 from debatekit.provider_errors import ProviderFault, classify, retry_after
 from debatekit.providers import litellm_module
-from debatekit.schemas import DEFAULT_MAX_TOKENS, first_error
+from debatekit.validation import first_error
+
+DEFAULT_MAX_TOKENS = 512
+"""Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
 MAX_REPLY_CHARS = 100_000
 """Longest reply text stored in a trace or sent back in a repair round; the full reply is kept
 once, in the response cache. A longer reply is cut here and ends with TRUNCATED."""

@@ -39,7 +39,7 @@ from typing import Any, Awaitable, Callable, Literal
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from debatekit.datasets import Item
-from debatekit.schemas import first_error
+from debatekit.validation import first_error
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
 

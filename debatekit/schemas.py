@@ -9,21 +9,10 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
-
-DEFAULT_MAX_TOKENS = 512
-"""Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 SCHEMA_VERSION = 1
 ANSWERED = ("ok", "degraded")  # debate statuses whose answers are scored; error and failed are not
-
-
-def first_error(exc: ValidationError, default: str = "") -> tuple[str, str]:
-    """The dotted field path and message of a validation error's first problem."""
-    errors = exc.errors()
-    if not errors:
-        return default, str(exc)
-    return ".".join(str(p) for p in errors[0]["loc"]) or default, errors[0]["msg"]
 
 
 class Strict(BaseModel):

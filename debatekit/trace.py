@@ -20,7 +20,8 @@ from typing import Iterator
 
 from pydantic import BaseModel, ValidationError
 
-from debatekit.schemas import DebateRecord, RunRecord, first_error
+from debatekit.schemas import DebateRecord, RunRecord
+from debatekit.validation import first_error
 
 RUN_FILE, EVENTS_FILE, DEBATES_FILE = "run.json", "events.jsonl", "debates.jsonl"
 
