@@ -13,6 +13,9 @@ BENCHMARKS = {
     "local_engine": "tokens/s of debatekit on the local model vs the raw xllamacpp engine, prompt-cache reuse",
     "reply_lengths": "completion tokens of the committed free-text replies per answer kind, and the loop rule on them",
     "concurrent_runs": "two local runs at once: aggregate tok/s and each one's share, own engines vs one shared engine",
+    "answer_formats": "the answer-format tables (text, json-steps, json-string) from the committed runs",
+    "caps": "the reply-cap tables of dynamics and judge_refine from the committed runs",
+    "json_constraint_probe": "the local model with and without a JSON grammar on 20 arithmetic items",
 }
 
 

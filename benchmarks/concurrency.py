@@ -28,7 +28,7 @@ AGENTS, ROUNDS = 3, 3
 
 
 def sweep_config(base_url: str, items: int, in_flight: int, cache: bool):
-    from debatekit.schemas import RunConfig
+    from debatekit.records.schemas import RunConfig
 
     return RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=items, model=MODEL, cache=cache,
                      concurrency=items, max_calls_in_flight=in_flight, call_timeout=30,
@@ -51,7 +51,7 @@ def timed_run(config, out: Path) -> dict:
 
 def warm_litellm(base_url: str) -> None:
     """Import litellm and make one call so neither side pays first-call costs."""
-    from debatekit.providers import litellm_module as _litellm
+    from debatekit.models.providers import litellm_module as _litellm
 
     litellm = _litellm()
     asyncio.run(litellm.acompletion(model=MODEL, messages=[{"role": "user", "content": "hi"}],
@@ -59,7 +59,7 @@ def warm_litellm(base_url: str) -> None:
 
 
 async def sequential(bodies: list[dict], base_url: str) -> dict:
-    from debatekit.providers import litellm_module as _litellm
+    from debatekit.models.providers import litellm_module as _litellm
 
     litellm = _litellm()
     c0, t0 = time.process_time(), time.perf_counter()

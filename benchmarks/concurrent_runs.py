@@ -87,7 +87,7 @@ SIDES = {
 
 
 def side(name: str, items: int, cap: float, work: Path) -> dict:
-    from debatekit import local
+    from debatekit.models import local
 
     mode, all_cores = SIDES[name]
     work = work / name

@@ -32,7 +32,7 @@ from pathlib import Path
 
 def answer_for(body: dict) -> str:
     """A deterministic reply: schema-valid JSON for structured requests, else short text."""
-    from debatekit.scripted import schema_instance
+    from debatekit.models.scripted import schema_instance
 
     key = json.dumps([body.get("messages"), body.get("seed")], sort_keys=True)
     seed = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)

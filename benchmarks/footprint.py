@@ -29,10 +29,10 @@ print("litellm" in sys.modules)
 RUN = """
 import json, resource, sys, tempfile, time
 from pathlib import Path
-from debatekit import scripted
+from debatekit.models import scripted
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.providers import litellm_module as _litellm
+from debatekit.records.schemas import RunConfig
+from debatekit.models.providers import litellm_module as _litellm
 model = scripted.register("bench-footprint", fn=lambda req: {"reasoning": "3*4=12; 1+12=13", "answer": 13})
 start = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 _litellm()  # imported here so that the run's own memory is measured apart from litellm's import
@@ -88,7 +88,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--items", type=int, default=100)
     args = parser.parse_args(argv)
     result = {
-        "import": [import_time(m, args.repeat) for m in ("debatekit", "debatekit.runner", "debatekit.gateway")],
+        "import": [import_time(m, args.repeat) for m in ("debatekit", "debatekit.runner", "debatekit.models.gateway")],
         "import_slowest_of_debatekit_runner": importtime_top("debatekit.runner"),
         "run_memory": memory(args.items),
         "note": "litellm (3.5-4 s to import) is imported lazily, on the first model call, not by these imports",

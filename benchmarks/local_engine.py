@@ -46,14 +46,14 @@ BEFORE_RAM_MIB = 8192  # llama.cpp's default --cache-ram, which debatekit left a
 
 def sides():
     """The engine settings of the `before` and `after` sides."""
-    from debatekit.local import PrefixCache
+    from debatekit.models.local import PrefixCache
 
     return {"before": PrefixCache(ram_mib=BEFORE_RAM_MIB, reuse=False), "after": PrefixCache()}
 
 
 def fresh_engine(cache):
     """A newly loaded engine with `cache` settings, registered as the process's engine."""
-    from debatekit import local
+    from debatekit.models import local
 
     local._engines.clear()
     gc.collect()
@@ -96,7 +96,7 @@ def host_shared(engine) -> None:
     folder (so no other process's engine is disturbed), and route this process's calls to it."""
     import os
 
-    from debatekit import shared_engine
+    from debatekit.models import shared_engine
 
     where = Path(tempfile.mkdtemp(prefix="dk-bench-engine-"))
     shared_engine.folder = lambda: where
@@ -110,8 +110,8 @@ def host_shared(engine) -> None:
 def debatekit_side(cache, args, shared: bool = False) -> tuple[dict, list[dict], Path]:
     import os
 
+    from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
-    from debatekit.schemas import RunConfig
 
     engine, load_s = fresh_engine(cache)
     log = capture(engine)
@@ -159,7 +159,7 @@ def raw_side(cache, captured: list[dict]) -> dict:
 
 
 def _events(run_folder: Path) -> list[dict]:
-    from debatekit.trace import read_jsonl
+    from debatekit.records.trace import read_jsonl
 
     return list(read_jsonl(run_folder / "events.jsonl"))
 

@@ -29,13 +29,13 @@ def messages(i: int) -> list[dict]:
 
 async def measure(calls: int, block: int) -> dict:
     quiet_env()
-    from debatekit import scripted
     from debatekit.datasets import Item
     from debatekit.engine import Debate
-    from debatekit.gateway import Gateway
-    from debatekit.providers import litellm_module as _litellm
-    from debatekit.protocols.answers import spec_for
-    from debatekit.trace import EVENTS_FILE, RunFolder
+    from debatekit.models import scripted
+    from debatekit.models.gateway import Gateway
+    from debatekit.models.providers import litellm_module as _litellm
+    from debatekit.protocols.shared.answers import spec_for
+    from debatekit.records.trace import EVENTS_FILE, RunFolder
 
     litellm = _litellm()
     model = scripted.register("bench-overhead", fn=lambda req: ANSWER)
@@ -108,9 +108,9 @@ async def measure(calls: int, block: int) -> dict:
 
 def runner_per_call(items: int) -> dict:
     """A whole sequential run (runner, trace, summary) with the scripted model: wall per call."""
-    from debatekit import scripted
+    from debatekit.models import scripted
+    from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
-    from debatekit.schemas import RunConfig
 
     model = scripted.register("bench-overhead-run", fn=lambda req: ANSWER)
     with tempfile.TemporaryDirectory() as tmp:

@@ -7,7 +7,7 @@ No model is called: this reads every `events.jsonl` under results/ (each distinc
    the completion tokens of the replies that ended by themselves (p50, p90, p98, max) and how many
    stopped at the limit they were given. `answers.REPLY_TOKENS` is chosen from these: the limit
    must sit above ~98% of the replies that end by themselves.
-2. The loop rule (`debatekit.repetition`): how many replies that ended by themselves it would have
+2. The loop rule (`debatekit.models.repetition`): how many replies that ended by themselves it would have
    flagged (false positives: the rule must flag none), how many of the replies that stopped at
    the limit it flags, and the completion tokens stopping each flagged reply at the start of its
    loop (two copies kept) would have saved, estimated by the share of the reply's characters past
@@ -37,7 +37,7 @@ KIND_OF = {"arithmetic": "integer", "gsm8k": "integer", "commonsenseqa": "choice
 def _events(folder: Path):
     """Each call event with the token limit its run gave a free-text answer: the run's max_tokens,
     else (runs after the per-kind limits) its answer kind's default, else 512."""
-    from debatekit.protocols.answers import REPLY_TOKENS
+    from debatekit.protocols.shared.answers import REPLY_TOKENS
 
     for path in sorted(folder.rglob("events.jsonl")):
         run = json.loads((path.parent / "run.json").read_text()) if (path.parent / "run.json").exists() else {}
@@ -69,7 +69,7 @@ def lengths() -> dict:
 
 
 def loops() -> dict:
-    from debatekit.repetition import loop_start, trimmed
+    from debatekit.models.repetition import loop_start, trimmed
 
     seen, ended, stopped, flagged_ended, flagged, saved = set(), 0, 0, [], [], 0
     for event, cap in _events(ROOT / "results"):
@@ -98,8 +98,8 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="python -m benchmarks reply_lengths")
     parser.add_argument("--out", type=Path, default=RESULTS / "reply_lengths.json")
     args = parser.parse_args(argv)
-    from debatekit import repetition
-    from debatekit.protocols.answers import REPLY_TOKENS
+    from debatekit.models import repetition
+    from debatekit.protocols.shared.answers import REPLY_TOKENS
 
     rule = {k: getattr(repetition, k) for k in ("MIN_PERIOD", "MAX_PERIOD", "MIN_REPEATS", "MIN_CHARS")}
     save("reply_lengths", {"reply_tokens_default": REPLY_TOKENS, "lengths": lengths(), "loop_rule": rule,

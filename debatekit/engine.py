@@ -23,11 +23,11 @@ from typing import Any, Awaitable, Callable, Iterable
 
 from pydantic import BaseModel
 
-from debatekit.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
-from debatekit.metrics import answers_equal
-from debatekit.providers import CALL_CONTEXT
-from debatekit.schemas import CallEvent, RoundRecord, Usage, Verdict
-from debatekit.trace import write_json_atomic
+from debatekit.datasets.voting import answers_equal
+from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
+from debatekit.models.providers import CALL_CONTEXT
+from debatekit.records.schemas import CallEvent, RoundRecord, Usage, Verdict
+from debatekit.records.trace import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]
 """A stop rule: the round history in, a stop reason (or None) out."""

@@ -29,17 +29,16 @@ import hashlib
 import importlib
 import importlib.util
 import inspect
-import pkgutil
 import sys
 import warnings
-from pathlib import Path
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from debatekit._base.validation import first_error
 from debatekit.datasets import Item
-from debatekit.validation import first_error
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
 
@@ -266,13 +265,18 @@ def _origin(source: dict[str, Any]) -> tuple:
     return source["kind"], source.get("module") or source.get("package") or source.get("path")
 
 
+BUILTIN = tuple(f"debatekit.protocols.{name}" for name in (
+    "arbitration", "baselines", "chateval", "consultancy", "cross_critique", "dynamics", "judge_refine",
+    "judged_debate", "mad", "patch_debate", "reconcile", "society_of_mind"))
+"""The built-in protocols' modules, loaded by name on first lookup as plugins are (each registers
+its protocols when imported), so that the registry imports nothing above it."""
+
+
 def _load_builtin() -> None:
     if "builtin" in _loaded:
         return
-    import debatekit.protocols as package
-
-    for module in pkgutil.iter_modules(package.__path__):
-        importlib.import_module(f"{package.__name__}.{module.name}")
+    for module in BUILTIN:
+        importlib.import_module(module)
     _loaded.add("builtin")
 
 
@@ -339,6 +343,13 @@ def _load_file(reference: str) -> ProtocolSpec:
     if found is None or found.source.get("path") != str(path):
         raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}")
     return found
+
+
+def review_hook(name: str) -> Callable[[Path], list[str]] | None:
+    """What protocol `name` shows a human reviewer of one escalated debate, from the debate's
+    folder (`ProtocolSpec.review`), or None (also for a protocol that is not registered)."""
+    spec = find(name)
+    return spec.review if spec is not None else None
 
 
 def get(name: str) -> ProtocolSpec:

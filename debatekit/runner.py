@@ -19,19 +19,20 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
-from debatekit import __version__, datasets, registry, review
+from debatekit import __version__, datasets, registry
+from debatekit._base.signals import SigtermCancels, Terminated, stop_reason
 from debatekit.analysis import summarize
-from debatekit.cache import ResponseCache
-from debatekit.credentials import model_options_public
+from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
-from debatekit.gateway import Gateway, ModelSetupError, check_model
-from debatekit.local import cache_dir
-from debatekit.metrics import answers_equal
-from debatekit.model_kinds import policy
-from debatekit.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
-from debatekit.signals import SigtermCancels, Terminated, stop_reason
-from debatekit.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
-                             item_folder_name, now)
+from debatekit.models.cache import ResponseCache
+from debatekit.models.credentials import model_options_public
+from debatekit.models.gateway import Gateway, ModelSetupError, check_model
+from debatekit.models.kinds import policy
+from debatekit.models.local import cache_dir
+from debatekit.records import review
+from debatekit.records.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
+from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
+                                     item_folder_name, now)
 
 
 @dataclass

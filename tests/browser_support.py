@@ -6,7 +6,7 @@ import os
 import shutil
 import subprocess
 
-from debatekit.report import find_chromium
+from debatekit.sweep.report import find_chromium
 
 FLAGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from debatekit import scripted
+from debatekit.models import scripted
 
-# the local-model tests share the machine's engine (debatekit.shared_engine); one the suite started
+# the local-model tests share the machine's engine (debatekit.models.shared_engine); one the suite started
 # stops soon after it, rather than holding 1.5 GB for the default five idle minutes
 os.environ.setdefault("DEBATEKIT_ENGINE_IDLE", "30")
 

@@ -9,7 +9,7 @@ trace says (a reply that could not be parsed is counted, never silently dropped 
 
 import json
 
-from debatekit.schemas import ANSWERED
+from debatekit.records.schemas import ANSWERED
 
 LETTERS = tuple("ABCDE")  # CommonsenseQA's choices
 

@@ -7,7 +7,7 @@ Importing this module registers `scripted/slow-truth`: it answers each item's nu
 digits of its id) after 20 ms, so a run is slow enough to be killed mid-way.
 """
 
-from debatekit import scripted
+from debatekit.models import scripted
 
 CLI = "import tests.slow_model, sys; from debatekit.cli import main; sys.exit(main(sys.argv[1:]))"
 

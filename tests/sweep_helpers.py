@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from debatekit import scripted, sweep
+from debatekit import sweep
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from debatekit.sweep.execute import write_meta
 from debatekit.sweep.point import stamp
 

@@ -12,12 +12,13 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from debatekit import scripted, sweep
-from debatekit.cli import main
+from debatekit import sweep
+from debatekit.cli.app import main
 from debatekit.datasets import DatasetError, load
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 
 

@@ -118,7 +118,7 @@ def test_explorer_renders_in_jupyterlab(lab, tmp_path):
 def test_png_export_offline(tmp_path):
     import plotly.graph_objects as go
 
-    from debatekit.report import save_png
+    from debatekit.sweep.report import save_png
 
     os.environ.setdefault("BROWSER_PATH", ensure_chromium())
     path = save_png(go.Figure(go.Scatter(x=[1, 2, 3], y=[0.2, 0.5, 0.4])), tmp_path / "f.png", width=400, height=300)

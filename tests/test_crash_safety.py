@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from debatekit.cli import main
+from debatekit.cli.app import main
 from tests import slow_model
 
 ROOT = Path(__file__).resolve().parent.parent

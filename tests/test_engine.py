@@ -3,12 +3,13 @@ import asyncio
 import pytest
 from pydantic import BaseModel
 
-from debatekit import registry, scripted
+from debatekit import registry
 from debatekit.datasets import Item
 from debatekit.engine import STOP_REASONS, Debate, Limits, Outcome, Phase, agreement, plateau, reply_budget
-from debatekit.gateway import Gateway
+from debatekit.models import scripted
+from debatekit.models.gateway import Gateway
+from debatekit.records.schemas import RoundRecord, RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RoundRecord, RunConfig
 
 ITEM = Item(id="i1", question="q?", answer=1)
 
@@ -133,7 +134,7 @@ def test_debate_writes_its_own_files_atomically(tmp_path):
 
 
 def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model_from):
-    from debatekit.providers import litellm_module
+    from debatekit.models.providers import litellm_module
 
     litellm_module()  # imported before the clock matters
     d = debate(model_from(lambda req: scripted.Delayed(60 if req.agent == "slow" else 0.0, {"answer": 1})))

@@ -16,10 +16,10 @@ import pytest
 
 from debatekit import datasets, registry
 from debatekit.engine import prompt_hash
-from debatekit.gateway import Completion, Gateway
-from debatekit.providers import CALL_CONTEXT
+from debatekit.models.gateway import Completion, Gateway
+from debatekit.models.providers import CALL_CONTEXT
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import arun
-from debatekit.schemas import RunConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "results" / "examples"
 RUNS = sorted(str(p.parent.relative_to(EXAMPLES)) for pattern in ("*/run.json", "lit-*/*/run.json", "som-*/*/run.json")

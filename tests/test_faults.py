@@ -7,10 +7,10 @@ import json
 import random
 from collections import Counter
 
-from debatekit import scripted
-from debatekit.gateway import Gateway
+from debatekit.models import scripted
+from debatekit.models.gateway import Gateway
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 
 # injected kind -> the kind the trace must record for it

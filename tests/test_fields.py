@@ -4,7 +4,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from debatekit.protocols.cross_critique import Claim
-from debatekit.protocols.fields import Probability
+from debatekit.protocols.shared.fields import Probability
 
 
 class Reply(BaseModel):

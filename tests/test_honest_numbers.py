@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from debatekit import analysis, registry, scripted
-from debatekit.cli import main
+from debatekit import analysis, registry
+from debatekit.analysis.intervals import bootstrap_ci, nested_bootstrap_ci
+from debatekit.cli.app import main
 from debatekit.engine import Outcome
-from debatekit.gateway import FAIL_FAST_AFTER, Gateway, ModelError, ModelSetupError
-from debatekit.metrics import bootstrap_ci, nested_bootstrap_ci
+from debatekit.models import scripted
+from debatekit.models.gateway import FAIL_FAST_AFTER, Gateway, ModelError, ModelSetupError
+from debatekit.records.schemas import RunConfig
 from debatekit.registry import protocol
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 from tests.status_server import StatusServer, ok_body
 

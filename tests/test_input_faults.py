@@ -11,12 +11,12 @@ import pytest
 
 from benchmarks.fakeserver import FakeServer
 from debatekit import datasets
-from debatekit.cache import ResponseCache
-from debatekit.cli import main
-from debatekit.extras import MissingExtra
-from debatekit.gateway import MAX_REPLY_CHARS
+from debatekit._base.extras import MissingExtra
+from debatekit.cli.app import main
+from debatekit.models.cache import ResponseCache
+from debatekit.models.gateway import MAX_REPLY_CHARS
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.sweep_helpers import NOTEBOOK, make_sweep
 
 KEY = "sk-echoed-PLANTED-5d2e71"
@@ -118,10 +118,10 @@ def test_report_without_pyarrow_or_kaleido_names_the_extra(tmp_path, monkeypatch
 
 def test_explorer_and_dask_without_their_extras_say_which_to_install(monkeypatch):
     _missing(monkeypatch, "ipywidgets")
-    monkeypatch.delitem(sys.modules, "debatekit.widgets", raising=False)
+    monkeypatch.delitem(sys.modules, "debatekit.analysis.widgets", raising=False)
     with pytest.raises(MissingExtra, match=r"pip install 'debatekit\[notebooks\]'"):
-        import debatekit.widgets  # noqa: F401
-    monkeypatch.delitem(sys.modules, "debatekit.widgets", raising=False)
+        import debatekit.analysis.widgets  # noqa: F401
+    monkeypatch.delitem(sys.modules, "debatekit.analysis.widgets", raising=False)
 
     from debatekit.sweep.executors_dask import DaskExecutor
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from debatekit import scripted
 from debatekit.analysis import load_runs, round_metrics
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 PACKAGE = Path(__file__).resolve().parent.parent / "debatekit"
 
@@ -41,7 +41,7 @@ def test_code_like_model_output_is_stored_verbatim_and_never_run(tmp_path):
                            params={"agents": 2, "rounds": 2, "answer_format": "json"}), tmp_path / "run", progress=False)
     tables = load_runs([result.path])
     round_metrics(tables)
-    from debatekit.cli import summary_table
+    from debatekit.cli.app import summary_table
 
     summary_table([result])
     assert not marker.exists()

@@ -51,9 +51,9 @@ def test_old_parameter_names_work_one_release_with_a_deprecation_warning(protoco
 
 @pytest.mark.parametrize("params", [{"judge_model": "scripted/the-judge"}, {"models": {"judge": "scripted/the-judge"}}])
 def test_judge_refine_sends_the_judges_calls_to_judge_model_not_a_reasoner_slot(tmp_path, params):
-    from debatekit import registry, scripted
+    from debatekit.models import scripted
+    from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
-    from debatekit.schemas import RunConfig
 
     scripted.register("the-judge", fn=scripted.schema_reply)
     scripted.register("the-reasoners", fn=scripted.schema_reply)

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from debatekit import registry
-from debatekit.cli import main
+from debatekit.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
 README = (ROOT / "README.md").read_text()
@@ -78,7 +78,7 @@ def _package(site: Path, name: str, module_text: str, entry: str) -> None:
 
 PACKAGED = """
 from debatekit.engine import Outcome
-from debatekit.protocols.answers import first_messages, spec_for
+from debatekit.protocols.shared.answers import first_messages, spec_for
 from debatekit.registry import protocol
 
 

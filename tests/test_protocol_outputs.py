@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from debatekit import registry
-from debatekit.cli import main
+from debatekit.cli.app import main
 from debatekit.engine import Outcome
 from debatekit.registry import ProtocolError
 

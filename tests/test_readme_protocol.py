@@ -7,8 +7,8 @@ import re
 from pathlib import Path
 
 from debatekit import registry
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 ROOT = Path(__file__).resolve().parent.parent
 

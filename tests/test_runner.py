@@ -4,9 +4,9 @@ import pytest
 
 from debatekit import registry
 from debatekit.engine import Outcome
+from debatekit.records.schemas import RunConfig
+from debatekit.records.trace import RunFolderError
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.trace import RunFolderError
 from tests.conftest import answer
 
 
@@ -114,7 +114,7 @@ def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic
 
 
 def test_call_timeout_defaults_by_model_and_is_recorded(tmp_path):
-    from debatekit.model_kinds import policy
+    from debatekit.models.kinds import policy
 
     assert policy("local/qwen2.5-coder-1.5b-instruct").call_timeout == 900
     assert policy("openai/gpt-4o-mini").call_timeout == 120
@@ -135,9 +135,9 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
 
     from debatekit.datasets import Item
     from debatekit.engine import Debate, Outcome
-    from debatekit.gateway import Gateway
+    from debatekit.models.gateway import Gateway
+    from debatekit.records.schemas import DebateRecord, Verdict
     from debatekit.runner import _debate
-    from debatekit.schemas import DebateRecord, Verdict
 
     decided = Outcome(final_answer=4, correct=False, score=0.25, converged=False, needs_human_review=True,
                       escalation_reason="split", escalated_to="council", output={"why": ["a", "b"]})

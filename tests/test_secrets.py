@@ -10,10 +10,10 @@ import pytest
 
 from benchmarks.fakeserver import FakeServer
 from debatekit import sweep
-from debatekit.cli import main, summary_table
-from debatekit.gateway import ModelSetupError
+from debatekit.cli.app import main, summary_table
+from debatekit.models.gateway import ModelSetupError
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 ENV_KEY = "sk-env-PLANTED-4f1c9a"          # what litellm reads from OPENAI_API_KEY
 OPTION_KEY = "sk-option-PLANTED-77be02"    # given in RunConfig.model_options
@@ -93,7 +93,7 @@ def test_the_key_behind_api_key_env_appears_in_no_output(tmp_path, monkeypatch, 
 
 def test_planted_keys_appear_in_no_sweep_notebook_or_report(tmp_path, monkeypatch, server):
     """A papermill sweep point (executed notebook, sidecar, run folder) and the HTML reports of it."""
-    from debatekit.report import write_notebook_html, write_report
+    from debatekit.sweep.report import write_notebook_html, write_report
     from tests.sweep_helpers import NOTEBOOK
 
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)

@@ -18,12 +18,12 @@ import pytest
 
 from debatekit import datasets
 from debatekit.analysis import load_runs
-from debatekit.cache import ResponseCache
-from debatekit.cli import main
-from debatekit.gateway import Gateway
+from debatekit.cli.app import main
+from debatekit.models.cache import ResponseCache
+from debatekit.models.gateway import Gateway
+from debatekit.records.schemas import RunConfig
+from debatekit.records.trace import RunFolder, RunFolderError, TraceWriteError, item_folder_name, read_jsonl
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.trace import RunFolder, RunFolderError, TraceWriteError, item_folder_name, read_jsonl
 from tests import slow_model
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,9 @@ from typing import Annotated
 
 from pydantic import Field
 
+from debatekit.datasets.voting import agreement_rate, majority
 from debatekit.engine import Outcome
-from debatekit.metrics import agreement_rate, majority
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
 from debatekit.registry import protocol
 
 

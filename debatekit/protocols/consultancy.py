@@ -39,12 +39,12 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from debatekit.engine import Outcome, derive_seed
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.protocols.judged_debate import prompts as P
 from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceItem, JudgedOutput, advocate_messages,
                                                       advocate_system, advocate_turn, argument_model, check_quotes,
-                                                      decide, judge, judge_prompt, order_report, question_model,
-                                                      render, setup_for, truncate)
+                                                      decide, judge, judge_prompt, order_report, question_model, render,
+                                                      setup_for, truncate)
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import protocol
 
 SPEAKERS = [("question", "Judge"), ("consultant", "Consultant")]
@@ -62,7 +62,7 @@ class ConsultancyOutput(JudgedOutput):
 
 def consultancy_report(path) -> str:
     """Over a run: how often the consultant had the right answer, and the judge's accuracy on each side."""
-    from debatekit.trace import RunFolder
+    from debatekit.records.trace import RunFolder
 
     done = [d for d in RunFolder(path).debates() if d.answered and "consultant_correct" in d.output]
     if not done:

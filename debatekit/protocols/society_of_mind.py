@@ -9,7 +9,7 @@ round. The debate stops early when all agents agree (configurable).
 decides who reads whom: `full` (every other agent, Du et al.'s debate and the default), `ring`
 (the agent before and the one after, in the order of `agents`), `star` (the first agent reads
 all, the others only it) or an explicit adjacency `{agent: [agents it reads]}`; see
-`debatekit.protocols.topology` for the exact rules. An agent with nobody to read in a round (an
+`debatekit.protocols.shared.topology` for the exact rules. An agent with nobody to read in a round (an
 empty list, a single agent, or neighbours that have not answered yet) is asked to check its own
 answer instead. The resolved topology is in the output (`topology`) and each revision round
 records which agents' answers each agent was shown (`read`).
@@ -31,10 +31,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, PlainValidator
 
+from debatekit.datasets.voting import agreement_rate, majority
 from debatekit.engine import Outcome, agreement
-from debatekit.metrics import agreement_rate, majority
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages, spec_for
-from debatekit.protocols.topology import Topology, resolve
+from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
+                                                spec_for)
+from debatekit.protocols.shared.topology import Topology, resolve
 from debatekit.registry import ProtocolError, protocol
 
 MAX_AGENTS = 16

@@ -13,8 +13,8 @@ from typing import Any, Callable, Iterator, Protocol
 
 import pandas as pd
 
-from debatekit.extras import need
-from debatekit.signals import stop_process_tree
+from debatekit._base.extras import need
+from debatekit._base.signals import stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
 from debatekit.sweep.point import is_complete_sidecar, stamp
@@ -222,7 +222,7 @@ def execute_point(task: dict) -> PointResult:
 
 def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> None:
     from debatekit import __version__
-    from debatekit.trace import git_commit
+    from debatekit.records.trace import git_commit
 
     meta = {"notebook": str(notebook), "grid": grid, "debatekit_version": __version__, "git_commit": git_commit(),
             "points": [{"id": p.id, "hash": p.digest, "parameters": p.parameters} for p in points]}

@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 
-from debatekit.extras import need
-from debatekit.signals import descendants, stop_process_tree
+from debatekit._base.extras import need
+from debatekit._base.signals import descendants, stop_process_tree
 from debatekit.sweep.results import PointResult
 
 

@@ -25,8 +25,8 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
     other litellm arguments go in `model_options`.
     """
     from debatekit import registry
+    from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
-    from debatekit.schemas import RunConfig
 
     spec = registry.get(protocol)
     given = spec.generic({k: v for k, v in params.items() if v is not None})

@@ -3,10 +3,10 @@
 import json
 import re
 
-from debatekit import local
+from debatekit.models import local
+from debatekit.models.scripted import Fault
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.scripted import Fault
 from tests.local_checks import accounted
 
 FACTS = ["The Nile is about 6650 km long.", "The Amazon carries more water than any other river."]

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from debatekit.commands.show import show
+from debatekit.cli.show import show
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 
 CSQA = {"id": "c1", "question": "Where do you keep milk?", "choices": ["oven", "fridge", "shelf"], "answer": "B"}
@@ -196,7 +196,7 @@ def test_show_transcript_of_a_run_recorded_without_messages(tmp_path, arithmetic
 
 @pytest.mark.parametrize("truth, kind_limit", [(10, 768), ("yes", 1024), ("no", 1024)])
 def test_a_free_text_answer_gets_its_kinds_reply_limit_unless_the_run_sets_one(tmp_path, model_from, truth, kind_limit):
-    from debatekit.protocols.answers import REPLY_TOKENS
+    from debatekit.protocols.shared.answers import REPLY_TOKENS
 
     data = tmp_path / "items.jsonl"
     data.write_text(json.dumps({"id": "q1", "question": "Is it?", "answer": truth}) + "\n")
@@ -213,7 +213,7 @@ def test_a_free_text_answer_gets_its_kinds_reply_limit_unless_the_run_sets_one(t
 
 
 def test_the_cli_passes_max_tokens_to_the_run(tmp_path):
-    from debatekit.cli import main
+    from debatekit.cli.app import main
 
     assert main(["run", "single", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
                  "--max-tokens", "200", "--out", str(tmp_path / "r"), "--quiet"]) == 0

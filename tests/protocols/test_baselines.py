@@ -1,7 +1,7 @@
 import json
 
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 
 

@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from debatekit.gateway import Gateway
+from debatekit.models.gateway import Gateway
+from debatekit.models.scripted import Fault
 from debatekit.protocols.chateval.prompts import ROLES
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.scripted import Fault
 from tests.local_checks import LETTERS, accounted
 
 PANEL = list(ROLES)[:3]  # general_public, critic, fact_checker
@@ -244,7 +244,7 @@ def test_named_referees_with_their_own_personas(tmp_path, arithmetic_file, model
     (["rounds=0"], "parameter 'rounds'"),
 ])
 def test_bad_parameters_are_one_line_errors(tmp_path, arithmetic_file, capsys, setting, message):
-    from debatekit.cli import main
+    from debatekit.cli.app import main
 
     args = [a for s in setting for a in ("--set", s)]
     assert main(["run", "chateval", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
@@ -288,7 +288,7 @@ def test_json_answers(tmp_path, model_from):
 
 @pytest.mark.local_model
 def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit import local
+    from debatekit.models import local
 
     local.pull()
     result = run(RunConfig(protocol="chateval", dataset="commonsenseqa", limit=1, cache=False,
@@ -299,7 +299,7 @@ def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
 
 
 def test_show_transcript_reads_the_summary_as_no_answer_asked_not_a_parse_failure(tmp_path):
-    from debatekit.commands.show import show
+    from debatekit.cli.show import show
 
     result = run(RunConfig(protocol="chateval", dataset="commonsenseqa", limit=1, model="scripted/schema", cache=False,
                            params={"strategy": "simultaneous_summarizer"}), tmp_path / "run", progress=False)

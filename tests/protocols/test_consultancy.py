@@ -4,11 +4,11 @@ import json
 
 import pytest
 
+from debatekit.models.scripted import Fault
 from debatekit.protocols.consultancy import consultancy_report
+from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.scripted import Fault
 from tests.protocols.judged_helpers import FACTS, choice_file, on_local_model, pick, roles, yes_no_file
 
 

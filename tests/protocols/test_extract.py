@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from debatekit.protocols.extract import extract, labelled
+from debatekit.protocols.shared.extract import extract, labelled
 
 INTEGER = [
     ("Answer: 18", 18),
@@ -302,14 +302,14 @@ def test_labelled_lines(reply, label, expected):
     ("Answer: B", None),
 ])
 def test_confidence_extractor(reply, expected):
-    from debatekit.protocols.extract import confidence
+    from debatekit.protocols.shared.extract import confidence
 
     assert confidence(reply) == expected
 
 
 def test_scripted_schema_states_a_confidence_only_when_asked():
-    from debatekit.protocols.answers import AnswerSpec
-    from debatekit.scripted import Request, respond
+    from debatekit.models.scripted import Request, respond
+    from debatekit.protocols.shared.answers import AnswerSpec
 
     spec = AnswerSpec("yesno", "text")
     asked = respond("schema", Request(model="schema", messages=[{"role": "user", "content": spec.closing(True)}]))

@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from debatekit.cli import main
+from debatekit.cli.app import main
 from debatekit.datasets import DatasetError, Item
-from debatekit.protocols import extract
+from debatekit.models.scripted import Fault
 from debatekit.protocols.judged_debate.common import check_quotes, normalize, setup_for, truncate
+from debatekit.protocols.shared import extract
+from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
-from debatekit.scripted import Fault
 from tests.protocols.judged_helpers import FACTS, choice_file, on_local_model, pick, roles, yes_no_file
 
 

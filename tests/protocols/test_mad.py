@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from debatekit import scripted
-from debatekit.protocols.answers import AnswerSpec
+from debatekit.models import scripted
 from debatekit.protocols.mad import prompts
+from debatekit.protocols.shared.answers import AnswerSpec
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.local_checks import LETTERS, accounted
 
 NO = "Neither side has settled it.\nPreference: no\nSide: none\nAnswer: none"
@@ -230,7 +230,7 @@ def test_the_moderators_lines_are_read_in_code():
     (["models=[a, b]"], "parameter 'models'"),
 ])
 def test_bad_parameters_are_one_line_errors(tmp_path, arithmetic_file, capsys, setting, message):
-    from debatekit.cli import main
+    from debatekit.cli.app import main
 
     args = [a for s in setting for a in ("--set", s)]
     assert main(["run", "mad", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
@@ -241,7 +241,7 @@ def test_bad_parameters_are_one_line_errors(tmp_path, arithmetic_file, capsys, s
 
 @pytest.mark.local_model
 def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit import local
+    from debatekit.models import local
 
     local.pull()
     result = run(RunConfig(protocol="mad", dataset="commonsenseqa", limit=1, cache=False),
@@ -252,7 +252,7 @@ def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
 
 
 def test_show_transcript_reads_as_the_debate(tmp_path, arithmetic_file, model_from):
-    from debatekit.commands.show import show
+    from debatekit.cli.show import show
 
     debate(tmp_path, arithmetic_file, model_from, rounds=1)
     text = show(tmp_path / "run", "q1", transcript=True)

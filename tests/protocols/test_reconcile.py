@@ -5,11 +5,11 @@ import json
 
 import pytest
 
-from debatekit import scripted
-from debatekit.cli import main
+from debatekit.cli.app import main
+from debatekit.models import scripted
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.local_checks import LETTERS, accounted
 
 QUESTION = {"id": "q1", "question": "Where do you keep milk?", "choices": ["fridge", "oven", "shelf"], "answer": "A"}
@@ -269,7 +269,7 @@ def test_bad_parameters_are_one_line_errors(tmp_path, choice_file, capsys):
 
 @pytest.mark.local_model
 def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit import local
+    from debatekit.models import local
 
     local.pull()
     result = run(RunConfig(protocol="reconcile", dataset="commonsenseqa", limit=1, cache=False, call_timeout=600),

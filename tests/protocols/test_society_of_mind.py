@@ -3,8 +3,8 @@
 import json
 
 from debatekit.analysis import load_runs, round_metrics
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from tests.conftest import answer
 
 
@@ -117,7 +117,7 @@ def test_a_count_of_agents_still_works_without_a_warning(tmp_path, arithmetic_fi
 
 
 def test_bad_agent_names_and_stray_models_are_one_line_errors(tmp_path, arithmetic_file, capsys):
-    from debatekit.cli import main
+    from debatekit.cli.app import main
 
     for setting, message in ((["agents=[ann, ann]"], "give a count of agents or 1 to 16 distinct, non-blank"),
                              (["agents=[ann, bob]", "models={cy: scripted/schema}"],

@@ -6,10 +6,10 @@ import json
 import pytest
 
 from debatekit import registry, sweep
-from debatekit.sweep.guard import check_points
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 from debatekit.sweep.execute import write_meta
+from debatekit.sweep.guard import check_points
 from debatekit.sweep.point import stamp
 from tests.conftest import answer
 from tests.local_checks import accounted
@@ -168,7 +168,7 @@ def test_a_sparse_topology_sends_fewer_prompt_tokens_for_the_same_calls(tmp_path
      "topology lists an agent twice for 'agent1'"),
 ])
 def test_bad_topologies_are_one_line_errors(tmp_path, capsys, setting, message):
-    from debatekit.cli import main
+    from debatekit.cli.app import main
 
     code = main(["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
                  "--agents", "4", "--out", str(tmp_path / "r"), "--quiet", "--set", setting])
@@ -217,7 +217,7 @@ def test_a_bad_adjacency_in_a_sweep_grid_names_the_point(tmp_path):
 
 @pytest.mark.local_model
 def test_a_ring_of_four_on_the_local_model_reads_only_its_neighbours(tmp_path):
-    from debatekit import local
+    from debatekit.models import local
 
     local.pull()
     result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False, max_tokens=320,

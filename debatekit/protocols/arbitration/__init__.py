@@ -30,7 +30,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols.arbitration.consensus import Action, Resolution, build_consensus, check
 from debatekit.protocols.arbitration.contradictions import Citation, Contradiction, Finding, Report, Rules, detect
 from debatekit.protocols.arbitration.scoring import TruthEntry, run_report, score_resolutions, score_values
-from debatekit.protocols.fields import Probability
+from debatekit.protocols.shared.fields import Probability
 from debatekit.registry import Node, protocol
 
 

@@ -19,7 +19,6 @@ Pure logic, no model call:
 
 from __future__ import annotations
 
-import copy
 import math
 from collections import defaultdict
 from typing import Any, Literal

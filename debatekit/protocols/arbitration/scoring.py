@@ -127,7 +127,7 @@ def score_values(truth: list[TruthEntry], adjusted_reports: list[dict], toleranc
 
 def run_report(path) -> str:
     """Pooled over a run's items: detection precision/recall, resolution and action accuracy, flags."""
-    from debatekit.trace import RunFolder
+    from debatekit.records.trace import RunFolder
 
     scores = [d.output["score"] for d in RunFolder(path).debates()
               if d.answered and "resolution_accuracy" in (d.output.get("score") or {})]

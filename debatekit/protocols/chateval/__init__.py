@@ -58,11 +58,11 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from debatekit.datasets.voting import agreement_rate, majority
 from debatekit.engine import Outcome
-from debatekit.metrics import agreement_rate, majority
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.chateval import prompts as P
 from debatekit.protocols.chateval.prompts import SUMMARIZER, Said
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.society_of_mind import Agents, Models, agent_names, models_of
 from debatekit.registry import ProtocolError, protocol
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from debatekit.protocols.answers import AnswerSpec
+from debatekit.protocols.shared.answers import AnswerSpec
 
 SUMMARIZER = "summarizer"
 """The summarizer's agent name (simultaneous_summarizer); no referee may take it."""

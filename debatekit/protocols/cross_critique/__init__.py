@@ -28,15 +28,12 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from debatekit.engine import Outcome, Phase
-from debatekit.protocols.cross_critique import checks
-from debatekit.protocols.cross_critique import prompts as P
-from debatekit.protocols.cross_critique import rules as rule_engine
+from debatekit.protocols.cross_critique import checks, prompts as P, rules as rule_engine
 from debatekit.protocols.cross_critique.checks import Open
 from debatekit.protocols.cross_critique.judge import judge
 from debatekit.protocols.cross_critique.review import review_lines
-from debatekit.protocols.fields import Probability
+from debatekit.protocols.shared.fields import Probability
 from debatekit.registry import Node, ProtocolError, protocol
-
 
 # --- dataset item ---------------------------------------------------------------------------
 

@@ -19,18 +19,18 @@ from pydantic import Field
 
 from debatekit.datasets import datasets_dir
 from debatekit.engine import Outcome
-from debatekit.model_kinds import policy
+from debatekit.models.kinds import policy
 from debatekit.protocols.dynamics import prompts as P
 from debatekit.protocols.dynamics.log import breaker_report, debate_log
-from debatekit.protocols.dynamics.models import (
-    Decision, DynamicsOutput, Position, Rebuttal, Route, Synthesis, Vote, answer, describe, letter, stance)
+from debatekit.protocols.dynamics.models import (Decision, DynamicsOutput, Position, Rebuttal, Route, Synthesis, Vote,
+                                                 answer, describe, letter, stance)
 from debatekit.protocols.dynamics.retrieval import KnowledgeBase, Retriever, chunk_ref, citations
-from debatekit.protocols.dynamics.rules import (
-    LETTERS, BreakerLimits, Convergence, Escalation, Thresholds, breaker, convergence, council_verdict, escalate,
-    fallback_synthesis, option_letter, stance_hash)
-from debatekit.protocols.fields import caps
+from debatekit.protocols.dynamics.rules import (LETTERS, BreakerLimits, Convergence, Escalation, Thresholds, breaker,
+                                                convergence, council_verdict, escalate, fallback_synthesis,
+                                                option_letter, stance_hash)
+from debatekit.protocols.shared.fields import caps
+from debatekit.records.trace import now
 from debatekit.registry import Node, protocol
-from debatekit.trace import now
 
 KINDS = {1: ("posicoes_iniciais", "positions"), 2: ("rebatidas", "rebuttal")}  # then "refinamento"
 TIME_LIMITS = ("agent_timeout_s", "round_timeout_s", "total_timeout_s", "council_timeout_s", "rag_timeout_s")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import Iterable, Literal
 
-from debatekit.answer_kinds import LETTERS
+from debatekit._base.answer_kinds import LETTERS
 
 POINTS = ("recommendation", "premises", "risks", "timing")
 STOPWORDS = frozenset(

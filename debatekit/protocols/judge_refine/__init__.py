@@ -21,13 +21,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from debatekit.budget import reply_tokens
 from debatekit.engine import Outcome, plateau
-from debatekit.protocols.fields import Probability, caps
+from debatekit.models.budget import reply_tokens
 from debatekit.protocols.judge_refine import hypotheses as logic
-from debatekit.protocols.judge_refine.prompts import (
-    FOCUS, GRADE_PROMPT, JUDGE_SYSTEM, initial_prompt, judge_prompt, messages, refine_prompt)
+from debatekit.protocols.judge_refine.prompts import (FOCUS, GRADE_PROMPT, JUDGE_SYSTEM, initial_prompt, judge_prompt,
+                                                      messages, refine_prompt)
 from debatekit.protocols.judge_refine.report import report
+from debatekit.protocols.shared.fields import Probability, caps
 from debatekit.registry import ProtocolError, protocol
 
 Category = Literal["hardware", "software", "network", "config", "resource"]

@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 
 from debatekit.protocols.judge_refine.hypotheses import display_name, resolution_steps
-from debatekit.schemas import DebateRecord
+from debatekit.records.schemas import DebateRecord
 
 RULE = "=" * 70
 STOPPED = {"plateau": "Score plateau detected", "consensus": "Consensus reached",

@@ -64,12 +64,12 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from debatekit.engine import Outcome
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.protocols.judged_debate import prompts as P
 from debatekit.protocols.judged_debate.common import (NAMES, CandidateKind, EvidenceItem, JudgedOutput,
-                                                      advocate_messages, advocate_system, advocate_turn,
-                                                      argument_model, check_quotes, decide, judge, judge_prompt,
-                                                      order_report, render, setup_for, truncate)
+                                                      advocate_messages, advocate_system, advocate_turn, argument_model,
+                                                      check_quotes, decide, judge, judge_prompt, order_report, render,
+                                                      setup_for, truncate)
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import ProtocolError, protocol
 
 AGENTS = ("debater_a", "debater_b")

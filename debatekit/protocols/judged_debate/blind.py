@@ -16,10 +16,10 @@ answer per item from the readings' mean probability (see `judged_debate`).
 from __future__ import annotations
 
 from debatekit.engine import Outcome
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.protocols.judged_debate import prompts as P
 from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceItem, JudgedOutput, decide, judge,
                                                       order_report, setup_for, verdict_request)
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import protocol
 
 

@@ -23,12 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 from pydantic.json_schema import SkipJsonSchema
 from pydantic_core import PydanticCustomError
 
-from debatekit.answer_kinds import LETTERS
+from debatekit._base.answer_kinds import LETTERS
 from debatekit.datasets import Item
 from debatekit.engine import derive_seed
-from debatekit.protocols import extract
-from debatekit.protocols.fields import Probability
 from debatekit.protocols.judged_debate import prompts as P
+from debatekit.protocols.shared import extract
+from debatekit.protocols.shared.fields import Probability
 from debatekit.registry import ProtocolError
 
 CandidateKind = Literal["auto", "yesno", "choice"]
@@ -387,7 +387,7 @@ def decide(setup: Setup, judgements: list[Judgement]) -> tuple[Any, dict]:
 def order_report(path) -> str:
     """Over a run: the judge's accuracy per reading (both orders pooled, the paper's measure) and its
     mean probability on the right answer."""
-    from debatekit.trace import RunFolder
+    from debatekit.records.trace import RunFolder
 
     outputs = [d.output for d in RunFolder(path).debates() if d.answered and d.output.get("judgements")]
     readings = [j for o in outputs for j in o["judgements"]]

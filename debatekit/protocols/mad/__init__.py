@@ -50,12 +50,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Outcome
-from debatekit.metrics import answers_equal
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.mad import prompts
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
+from debatekit.records.schemas import RoundRecord
 from debatekit.registry import ProtocolError, protocol
-from debatekit.schemas import RoundRecord
 
 ROLES = ("affirmative", "negative", "moderator")
 

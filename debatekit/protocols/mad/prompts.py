@@ -11,9 +11,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, create_model
 
-from debatekit.protocols import extract
-from debatekit.answer_kinds import ANSWER_TEXT, LETTERS
-from debatekit.protocols.answers import AnswerSpec, answer_type
+from debatekit._base.answer_kinds import ANSWER_TEXT, LETTERS
+from debatekit.protocols.shared import extract
+from debatekit.protocols.shared.answers import AnswerSpec, answer_type
 
 DEBATER_SYSTEM = ("You are one of two debaters in a debate. The two of you need not end up agreeing: the point "
                   "is to find the correct answer.\nThe question under debate:\n{topic}")

@@ -73,7 +73,7 @@ def aggregate(rows: pd.DataFrame, by: Iterable[str] = ("run_id", "stage")) -> pd
 
 def stage_table(paths: Iterable[Path | str], by: Iterable[str] = ("run_id", "stage")) -> pd.DataFrame:
     """`aggregate` over the debates of run folders (failed debates have no metrics and are left out)."""
-    from debatekit.trace import RunFolder
+    from debatekit.records.trace import RunFolder
 
     debates = [d for p in paths for d in RunFolder(p).debates()]
     return aggregate(stage_rows(debates), by)
@@ -93,7 +93,7 @@ def stage_report(path: Path | str) -> str:
 
 def debate_kpis(paths: Iterable[Path | str], thresholds: MappingThresholds = MappingThresholds()) -> pd.DataFrame:
     """Per run: mapping metrics over all items' edits, override counters, and the mapping warnings."""
-    from debatekit.trace import RunFolder
+    from debatekit.records.trace import RunFolder
 
     rows = []
     for path in paths:

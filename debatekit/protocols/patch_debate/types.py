@@ -12,7 +12,7 @@ from typing import Iterable, Literal
 
 from pydantic import BaseModel, Field
 
-from debatekit.protocols.fields import Probability
+from debatekit.protocols.shared.fields import Probability
 
 Polarity = Literal["positive", "negative", "neutral"]
 SentenceLabel = Literal["positive", "negative", "neutral", "mixed"]

@@ -56,12 +56,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, PlainValidator
 
+from debatekit.datasets.voting import majority
 from debatekit.engine import Outcome, agreement
-from debatekit.metrics import majority
-from debatekit.protocols.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
-from debatekit.protocols.reconcile import convincing as samples_of
-from debatekit.protocols.reconcile import prompts
+from debatekit.protocols.reconcile import convincing as samples_of, prompts
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
+from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.society_of_mind import Agents, Models, agent_names, models_of
 from debatekit.registry import ProtocolError, protocol
 

@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from debatekit import datasets
-from debatekit.metrics import answers_equal
-from debatekit.protocols.answers import AnswerSpec, spec_for
+from debatekit.datasets.voting import answers_equal
 from debatekit.protocols.reconcile import prompts
+from debatekit.protocols.shared.answers import AnswerSpec, spec_for
 from debatekit.registry import ProtocolError
 
 

@@ -13,8 +13,8 @@ import re
 from collections import Counter
 from typing import Any
 
-from debatekit.metrics import normalize
-from debatekit.protocols.answers import AnswerSpec
+from debatekit.datasets.voting import normalize
+from debatekit.protocols.shared.answers import AnswerSpec
 
 ASK = ("Answer the question, reasoning step by step. Also judge how likely it is that your answer is "
        "right: that is your confidence, from 0.0 to 1.0.")

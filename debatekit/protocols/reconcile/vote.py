@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from debatekit.metrics import normalize
+from debatekit.datasets.voting import normalize
 
 FIRST_VOTE = 1e-5
 """Added once to every distinct answer, as the official code does (it breaks no tie; kept so sums match)."""

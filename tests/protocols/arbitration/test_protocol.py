@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from debatekit import scripted
 import debatekit
+from debatekit.models import scripted
 from debatekit.protocols.arbitration import ArbitrationItem
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 DATASET = Path(__file__).resolve().parents[3] / "datasets" / "metric_reports.jsonl"
 ITEMS = {json.loads(line)["id"]: json.loads(line) for line in DATASET.read_text().splitlines()}

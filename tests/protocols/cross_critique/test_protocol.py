@@ -5,8 +5,8 @@ import json
 import pytest
 
 from debatekit import registry
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 PASSAGES = [{"id": f"P{i}", "source": f"source {i}", "kind": "adat" if i % 2 else "statute",
              "text": f"Passage {i} text about harta pusaka tinggi and the KHI."} for i in (1, 2, 3)]

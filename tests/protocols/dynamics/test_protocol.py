@@ -6,11 +6,11 @@ import time
 
 import pytest
 
-from debatekit import local, scripted
-from debatekit.gateway import Gateway
+from debatekit.models import local, scripted
+from debatekit.models.gateway import Gateway
 from debatekit.protocols.dynamics.retrieval import KnowledgeBase
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 OPTIONS = ["Sign the 36-month renewal", "Take the 12-month bridge and migrate", "Migrate before March"]
 KB = {

@@ -5,12 +5,13 @@ import re
 
 import pytest
 
-from debatekit import datasets, local
-from debatekit.cli import main
-from debatekit.protocols.judge_refine.hypotheses import keyword_match
+from debatekit import datasets
+from debatekit.cli.app import main
+from debatekit.models import local
 from debatekit.protocols.judge_refine import Incident
+from debatekit.protocols.judge_refine.hypotheses import keyword_match
+from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 REASONERS = ["log_focused", "kg_focused", "hybrid"]
 S45_KEYS = {"rounds", "final_hypothesis", "convergence_achieved", "total_rounds", "improvement_trajectory"}

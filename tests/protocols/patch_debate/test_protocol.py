@@ -7,9 +7,9 @@ import pytest
 
 from debatekit import registry
 from debatekit.protocols.patch_debate.scoring import debate_kpis, stage_table
+from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError
 from debatekit.runner import run
-from debatekit.schemas import RunConfig
 
 TEXT = "The pasta was perfectly al dente, but the service was painfully slow."
 ITEM = {"id": "en-1", "lang": "en", "text": TEXT, "sentence_label": "mixed", "phenomena": ["contrast"],
@@ -213,7 +213,7 @@ def test_callable_as_a_workflow_node(model_from):
 
 @pytest.mark.local_model
 def test_one_sentence_on_the_local_model(tmp_path):
-    from debatekit import local
+    from debatekit.models import local
 
     local.pull()
     result = run(RunConfig(protocol="patch_debate", dataset="absa_reviews", limit=1, cache=False, call_timeout=600),

@@ -1,0 +1,23 @@
+"""Run folders -> pandas tables, paired statistics, plotly figures and the Jupyter explorer.
+
+    tables = analysis.load_runs(["runs/a", "runs/b"])
+    analysis.round_metrics(tables)             # accuracy per round, agreement, flips
+    analysis.compare(tables, baseline="single")  # paired differences with intervals and McNemar
+
+- `tables`: `load_runs` and the pure pandas metrics over its tables.
+- `paired`, `intervals`, `power`: paired comparisons, bootstrap intervals, what a null result rules out.
+- `decompose`, `study`: one society_of_mind run as single / vote / debate; the study notebook's tables.
+- `plots` (figures from tables, no I/O) and `widgets` (the explorer over them).
+"""
+
+from debatekit._base.lazy import exports
+
+__all__ = ["Tables", "agent_accuracy", "compare", "config_table", "convergence_curve", "decomposition",
+           "detectable_difference", "equal_budget", "fill_rounds", "flip_flow", "items_needed", "load_runs",
+           "pareto_front", "round_metrics", "score_trajectory", "seed_accuracy", "summarize"]
+__getattr__, __dir__ = exports(__name__, {
+    **dict.fromkeys(("Tables", "agent_accuracy", "config_table", "convergence_curve", "equal_budget", "fill_rounds",
+                     "flip_flow", "load_runs", "pareto_front", "round_metrics", "score_trajectory",
+                     "seed_accuracy", "summarize"), "tables"),
+    "compare": "paired", "decomposition": "decompose",
+    "detectable_difference": "power", "items_needed": "power"})

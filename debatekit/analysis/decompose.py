@@ -1,0 +1,102 @@
+"""Debate or vote: one society_of_mind run, read as one agent, majority voting and debate.
+
+A society_of_mind run that keeps every round holds three configurations on the same items and
+the same calls (Choi et al. 2025, "Debate or Vote"):
+
+- `single`: the first agent's round-1 answer (one agent, one sample);
+- `vote@1`: the majority of the agents' round-1 answers (self-consistency over independent
+  samples, before anyone has read anyone);
+- `debate@t`: the majority after round t (t >= 2: the agents have read each other t - 1 times).
+
+`decompose(tables)` gives per item and configuration whether it was right and what it cost
+(completion tokens of the calls up to that point), and `decomposition(tables)` the paired
+differences vote@1 - single and debate@t - vote@1 (and debate@t - single) with the bootstrap
+interval and exact McNemar test of `paired.compare`. A debate that stopped early (stop on
+agreement) keeps its last majority for the later rounds, as a reader of its final answer would.
+An unreadable answer counts as wrong; a debate whose calls failed is left out of every pair.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from debatekit.analysis.paired import compare
+from debatekit.datasets.voting import agreement_rate, answers_equal, majority
+
+COLUMNS = ["run_id", "item_id", "seed", "config", "round", "correct", "status", "completion_tokens", "agreement"]
+
+
+def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
+    """Per debate of each society_of_mind run and configuration (single, vote@1, debate@2, ...):
+    correct, status, the completion tokens spent up to it, and the round-1 agreement (share of
+    agents giving the round-1 majority answer; 1.0 means the vote was one answer repeated)."""
+    debates = tables.debates
+    debates = debates[debates["protocol"] == "society_of_mind"] if not debates.empty else debates
+    if debates.empty:
+        return pd.DataFrame(columns=COLUMNS)
+    turns = tables.turns
+    spent: dict[str, dict[tuple, int]] = {}  # debate -> (round, agent) -> completion tokens, read once
+    if not turns.empty:
+        sums = turns[turns["debate_id"].isin(debates["debate_id"])].groupby(
+            ["debate_id", "round", "agent"])["completion_tokens"].sum()
+        for (debate, round_no, agent), n in sums.items():
+            spent.setdefault(debate, {})[(round_no, agent)] = n
+    rounds = tables.rounds.set_index("debate_id") if not tables.rounds.empty else None
+    runs = tables.runs.set_index("run_id")
+    # a debate that stopped early is carried to the run's configured rounds, or (rounds left at the
+    # protocol's default) to the last round any of the run's debates reached
+    reached = tables.rounds.groupby("run_id")["round"].max().to_dict() if not tables.rounds.empty else {}
+    given = runs["param_rounds"].dropna().to_dict() if "param_rounds" in runs else {}
+    configured = {run: given.get(run, top) for run, top in reached.items()}
+    rows = []
+    for d in debates.itertuples():
+        answers = _answers_by_round(rounds, d.debate_id)
+        if not answers:
+            continue
+        first = first_agent or sorted(answers[1])[0]
+        top = max(answers)
+        tokens = spent.get(d.debate_id, {})  # (round, agent) -> completion tokens
+        agreement = agreement_rate(list(answers[1].values())) or 0.0
+        base = {"run_id": d.run_id, "item_id": d.item_id, "seed": d.seed, "status": d.status, "agreement": agreement}
+        rows.append({**base, "config": "single", "round": 1, "correct": _right(answers[1].get(first), d.truth),
+                     "completion_tokens": float(tokens.get((1, first), 0))})
+        for t in range(1, max(top, int(configured.get(d.run_id) or 0)) + 1):
+            said = answers[min(t, top)]
+            upto = float(sum(n for (r, _), n in tokens.items() if r <= t))
+            rows.append({**base, "config": "vote@1" if t == 1 else f"debate@{t}", "round": t,
+                         "correct": _right(majority(said.values()), d.truth), "completion_tokens": upto})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def decomposition(tables: Any, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """The paired differences of the decomposition: vote@1 - single, then each debate@t - vote@1 and
+    debate@t - single (rows of `paired.compare`: difference, 95% interval, McNemar p, tokens)."""
+    frame = decompose(tables)
+    if frame.empty:
+        return pd.DataFrame()
+    configs = list(dict.fromkeys(frame["config"]))
+    parts = [compare(frame[frame["config"].isin(["single", "vote@1"])], baseline="single", by="config",
+                     n_boot=n_boot, seed=seed)]
+    debates = [c for c in configs if c.startswith("debate@")]
+    if debates:
+        parts.append(compare(frame[frame["config"].isin(["vote@1", *debates])], baseline="vote@1", by="config",
+                             n_boot=n_boot, seed=seed))
+        parts.append(compare(frame[frame["config"].isin(["single", *debates])], baseline="single", by="config",
+                             n_boot=n_boot, seed=seed))
+    return pd.concat(parts, ignore_index=True)
+
+
+def _answers_by_round(rounds: pd.DataFrame | None, debate_id: str) -> dict[int, dict[str, Any]]:
+    if rounds is None or debate_id not in rounds.index:
+        return {}
+    rows = rounds.loc[[debate_id]]
+    return {int(r): dict(zip(g["agent"], g["answer"])) for r, g in rows.groupby("round")}
+
+
+def _right(answer: Any, truth: Any) -> bool | None:
+    if truth is None:
+        return None
+    return answer is not None and answers_equal(answer, truth)
+

@@ -1,0 +1,165 @@
+"""Paired comparisons of configurations run on the same items: each against a baseline.
+
+    from debatekit import analysis
+    table = analysis.compare(analysis.load_runs(["runs/single", "runs/som"]), baseline="single")
+
+Two configurations are paired on (item, seed). A pair where either side has no answer
+(status `error` or `failed`) or that only one side ran is left out and counted. The difference
+in accuracy gets a bootstrap 95% interval that resamples items, then seeds within an item;
+the exact McNemar test is a two-sided binomial test on the discordant pairs (scipy.stats).
+With several seeds it counts item-seed pairs as if they were independent, which they are not
+(an item hard for one seed is hard for the others): read its p-value as a rough guide there,
+and the interval, which resamples whole items, as the test.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pandas as pd
+
+from debatekit.analysis.intervals import nested_bootstrap_ci
+from debatekit.records.schemas import ANSWERED
+
+COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "baseline_accuracy", "difference",
+           "low", "high", "only_config", "only_baseline", "p_mcnemar", "completion_tokens",
+           "baseline_completion_tokens"]
+
+
+def run_labels(records) -> dict[str, str]:
+    """A label per run (by run id) to compare runs under: its protocol, with the settings that tell it
+    apart where runs share a protocol (parameters, then `max_tokens`, model, seed; its run id if
+    nothing differs)."""
+    protocols = [r.config.protocol for r in records]
+    labels = {}
+    for record in records:
+        label = record.config.protocol
+        twins = [r for r in records if r.config.protocol == label]
+        if len(twins) > 1:
+            settings = [_settings(r) for r in twins]
+            differ = [k for k in dict.fromkeys(k for d in settings for k in d)
+                      if len({repr(d.get(k)) for d in settings}) > 1]
+            mine = _settings(record)
+            shown = [f"{k}={'default' if mine[k] is None else mine[k]}" for k in differ if k in mine]
+            label += " " + (" ".join(shown) or record.run_id)
+        labels[record.run_id] = label
+    if len(set(labels.values())) < len(labels):  # the same settings twice: tell them apart by run id
+        labels = {run: f"{label} {run}" for run, label in labels.items()}
+    return labels
+
+
+def _settings(record) -> dict:
+    config = record.config
+    return {**config.params, "max_tokens": getattr(config, "max_tokens", None),
+            "model": getattr(record, "model", None), "seed": getattr(config, "seed", 0)}
+
+
+def compare_runs(tables: Any, records: Sequence, baseline: str | None = None) -> pd.DataFrame:
+    """`compare` of whole runs, each under its `run_labels` label.
+
+    Args:
+        tables: `analysis.load_runs` of the runs' folders.
+        records: the runs' `RunRecord`s.
+        baseline: the label to compare against; default the first run's.
+    """
+    labels = run_labels(records)
+    frame = tables.debates.assign(config=tables.debates["run_id"].map(labels))
+    return compare(frame, baseline=baseline or labels[records[0].run_id], by="config")
+
+
+def mcnemar_exact(only_a: int, only_b: int) -> float:
+    """Two-sided exact McNemar p-value from the discordant counts (1.0 with no discordant pair)."""
+    from scipy.stats import binomtest
+
+    n = only_a + only_b
+    return 1.0 if n == 0 else float(binomtest(only_a, n, 0.5, alternative="two-sided").pvalue)
+
+
+def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = "protocol",
+            n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+    """Each configuration against the baseline, paired on the items (and seeds) both answered.
+
+    Args:
+        tables: `analysis.Tables` (its `debates`) or a frame with one row per configuration,
+            item and seed: `item_id`, `correct`, `status`, `completion_tokens`, the `by` columns
+            and optionally `seed`.
+        baseline: the configuration (its label) to compare against; default the first one.
+        by: the column(s) naming a configuration; several are joined into one label.
+        n_boot: bootstrap resamples.
+
+    Returns:
+        One row per other configuration: config, baseline, pairs (item-seed pairs used),
+        left_out (pairs dropped: a side failed or did not run the item), seeds, accuracy and
+        baseline_accuracy on the pairs, difference (config minus baseline) with its 95% interval
+        low/high, only_config and only_baseline (pairs only one got right), p_mcnemar, and
+        completion tokens per item of each side.
+
+    Raises:
+        ValueError: an unknown baseline, or fewer than two configurations.
+    """
+    frame = _labelled(getattr(tables, "debates", tables), by)
+    labels = list(dict.fromkeys(frame["config"]))
+    if len(labels) < 2:
+        raise ValueError(f"a paired comparison needs at least two configurations, got {len(labels)}")
+    baseline = labels[0] if baseline is None else baseline
+    if baseline not in labels:
+        raise ValueError(f"baseline {baseline!r} is not among the configurations: {', '.join(labels)}")
+    base = frame[frame["config"] == baseline]
+    rows = [_pair(frame[frame["config"] == label], base, label, baseline, n_boot, seed)
+            for label in labels if label != baseline]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _labelled(frame: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
+    keys = [by] if isinstance(by, str) else list(by)
+    label = frame[keys[0]].astype(str) if len(keys) == 1 else frame[keys].astype(str).agg(" ".join, axis=1)
+    seeds = frame["seed"] if "seed" in frame else 0
+    return frame.assign(config=label, _seed=seeds).drop_duplicates(["config", "item_id", "_seed"], keep="last")
+
+
+def _pair(side: pd.DataFrame, base: pd.DataFrame, label: str, baseline: str, n_boot: int, seed: int) -> dict:
+    cols = ["item_id", "_seed", "correct", "status", "completion_tokens"]
+    both = side[cols].merge(base[cols], on=["item_id", "_seed"], how="outer", suffixes=("", "_b"), indicator=True)
+    usable = (both["_merge"] == "both") & both["status"].isin(ANSWERED) & both["status_b"].isin(ANSWERED)
+    pairs = both[usable]
+    a, b = pairs["correct"].eq(True), pairs["correct_b"].eq(True)
+    diff = (a.astype(float) - b.astype(float)).groupby(pairs["item_id"], sort=False)
+    mean, low, high = nested_bootstrap_ci([g.tolist() for _, g in diff], n_boot=n_boot, seed=seed)
+    only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    return {"config": label, "baseline": baseline, "pairs": len(pairs), "left_out": int((~usable).sum()),
+            "seeds": int(pairs["_seed"].nunique()), "accuracy": _mean(a), "baseline_accuracy": _mean(b),
+            "difference": mean, "low": low, "high": high, "only_config": only_a, "only_baseline": only_b,
+            "p_mcnemar": mcnemar_exact(only_a, only_b),
+            "completion_tokens": _mean(pairs["completion_tokens"]),
+            "baseline_completion_tokens": _mean(pairs["completion_tokens_b"])}
+
+
+def _mean(series: pd.Series) -> float:
+    return float(series.astype(float).mean()) if len(series) else float("nan")
+
+
+def format_comparison(table: pd.DataFrame) -> str:
+    """The paired comparison block printed under a run's table (empty for an empty table)."""
+    if table.empty:
+        return ""
+    head = ("protocol", "pairs", "difference [95% CI]", "only this right", "only baseline right",
+            "McNemar p", "completion tok/item", "left out")
+    rows = [head]
+    for r in table.itertuples():
+        rows.append((r.config, str(r.pairs), f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]",
+                     str(r.only_config), str(r.only_baseline), f"{r.p_mcnemar:.3g}",
+                     f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}", str(r.left_out)))
+    lines = aligned(rows)
+    seeds = int(table["seeds"].max())
+    over = "items" if seeds <= 1 else f"items, then {seeds} seeds within each item"
+    title = (f"paired against {table['baseline'].iloc[0]} (accuracy difference on the items both answered; "
+             f"95% bootstrap interval over {over}; exact McNemar test):")
+    return "\n".join([title, *lines])
+
+
+def aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Text rows as left-aligned columns, the first row a header underlined with dashes."""
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines

@@ -1,0 +1,162 @@
+"""The study of a sweep: one agent, majority vote and debate on the same items, at what cost.
+
+`notebooks/study.ipynb` calls these over a sweep folder (`debatekit sweep ... --grid
+results/studies/NAME/grid.yaml --out results/studies/NAME`); each is a pure function of the
+loaded tables, so a test can check it on a scripted sweep.
+
+    tables, labels = study.load("results/studies/gsm8k")
+    study.paired(tables, labels, "single")      # every configuration against single (and self_consistency)
+    study.decomposition(tables)                # vote@1 - single, debate@t - vote@1 inside the debate run
+    study.costs(tables, labels)                # accuracy against calls, completion tokens, wall time; Pareto
+    study.rules_out(paired_rows)               # the smallest difference each comparison could detect
+    study.turning_points(tables)               # a debate that fixed a wrong vote, one that broke a right one
+    study.conclusion(...)                      # the report's last paragraph, written from the numbers
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from debatekit import analysis
+from debatekit.analysis import decompose, paired as pairing, power
+from debatekit.records.trace import RunFolder
+
+DEBATE = "society_of_mind"
+
+
+def load(sweep_dir: Path | str) -> tuple[analysis.Tables, dict[str, str]]:
+    """The runs of a sweep folder (each point's run folder) as tables, with a label per run id."""
+    folders = sorted({p.parent for p in Path(sweep_dir).rglob("run.json")})
+    if not folders:
+        raise ValueError(f"no run folders under {sweep_dir}")
+    records = [RunFolder(f).read_run() for f in folders]
+    return analysis.load_runs(folders), pairing.run_labels(records)
+
+
+def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """The debates table with each run's label in `config`."""
+    return tables.debates.assign(config=tables.debates["run_id"].map(labels))
+
+
+def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str) -> pd.DataFrame:
+    """Every configuration against `baseline` on the items both answered (`paired.compare` rows),
+    with the decomposition's vote@1 and debate@t added as configurations when a debate run is there."""
+    frame = labelled(tables, labels)[["config", "item_id", "seed", "correct", "status", "completion_tokens"]]
+    parts = decompose.decompose(tables)
+    if not parts.empty:
+        extra = parts[parts["config"] != "single"].assign(config=lambda f: f["config"].map(lambda c: f"{DEBATE} {c}"))
+        frame = pd.concat([frame, extra[frame.columns]], ignore_index=True)
+    if baseline not in set(frame["config"]):
+        return pd.DataFrame(columns=pairing.COLUMNS)
+    return pairing.compare(frame, baseline=baseline, by="config")
+
+
+def decomposition(tables: analysis.Tables) -> pd.DataFrame:
+    """vote@1 - single, debate@t - vote@1 and debate@t - single inside the debate run(s)."""
+    return decompose.decomposition(tables)
+
+
+def costs(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """One row per configuration: accuracy [95% interval], calls, completion tokens and wall seconds
+    per item, and whether it is on the Pareto front of completion tokens against accuracy."""
+    frame = labelled(tables, labels)
+    table = analysis.config_table(frame, ["config"])
+    parts = decompose.decompose(tables)
+    if not parts.empty:
+        agents = tables.runs.set_index("run_id").get("param_agents", pd.Series(dtype=float))
+        inner = parts[parts["config"] != "single"].assign(
+            config=lambda f: f"{DEBATE} " + f["config"],
+            calls=lambda f: f["round"] * f["run_id"].map(agents).fillna(3).astype(float),
+            prompt_tokens=float("nan"), cost=0.0, wall_s=float("nan"))
+        table = pd.concat([table, analysis.config_table(inner, ["config"])], ignore_index=True)
+    table = table.rename(columns={"config": "label"})
+    table["pareto"] = analysis.pareto_front(table, "completion_tokens", "accuracy")
+    return table
+
+
+def rules_out(rows: pd.DataFrame, power_wanted: float = 0.8) -> pd.DataFrame:
+    """For each paired comparison, its discordance and the smallest accuracy difference it had
+    `power_wanted` to detect at alpha 0.05 (`power.detectable_difference`): a null result rules out
+    true differences at least that large (in either direction), at that power."""
+    out = []
+    for r in rows.itertuples():
+        discordant = r.only_config + r.only_baseline
+        rate = discordant / r.pairs if r.pairs else 0.0
+        found = power.detectable_difference(int(r.pairs), rate, power_wanted) if rate > 0 else None
+        out.append({"config": r.config, "baseline": r.baseline, "pairs": r.pairs, "discordance": rate,
+                    "difference": r.difference, "p_mcnemar": r.p_mcnemar, "detectable": found,
+                    "items_for_5_points": power.items_needed(0.05, max(rate, 0.05), power_wanted)})
+    return pd.DataFrame(out)
+
+
+def round_dynamics(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """Per debate run and round: agent and majority accuracy, agreement, flips, agents talked out of a
+    right answer (`bullied`)."""
+    metrics = analysis.round_metrics(tables)
+    if metrics.empty:
+        return metrics
+    metrics.insert(0, "config", metrics["run_id"].map(labels))
+    return metrics[metrics["config"].str.startswith(DEBATE)].drop(columns=["run_id"])
+
+
+def turning_points(tables: analysis.Tables) -> dict[str, dict[str, Any] | None]:
+    """Two debates picked by rule, not by hand: the first item (in item order) whose round-1 majority
+    was wrong and final majority right (`fixed`), and the first where it went the other way
+    (`broke`); each with who changed what in which round."""
+    parts = decompose.decompose(tables)
+    if parts.empty:
+        return {"fixed": None, "broke": None}
+    last = parts[parts["config"].str.startswith("debate@")]["round"].max()
+    wide = parts.pivot_table(index=["run_id", "item_id"], columns="config", values="correct", aggfunc="first")
+    final = f"debate@{last}"
+    picks = {}
+    for name, before, after in (("fixed", False, True), ("broke", True, False)):
+        hit = wide[(wide["vote@1"] == before) & (wide[final] == after)] if final in wide else wide.iloc[0:0]
+        picks[name] = _story(tables, *hit.index[0]) if len(hit) else None
+    return picks
+
+
+def _story(tables: analysis.Tables, run_id: str, item_id: str) -> dict[str, Any]:
+    rounds = tables.rounds[(tables.rounds["run_id"] == run_id) & (tables.rounds["item_id"] == item_id)]
+    debate = tables.debates[(tables.debates["run_id"] == run_id) & (tables.debates["item_id"] == item_id)].iloc[0]
+    changes = [f"round {int(r.round)}: {r.agent} {r.flip.replace('_', ' ')} ({_was(rounds, r)} -> {r.answer})"
+               for r in rounds.itertuples() if r.changed]
+    return {"run_id": run_id, "item_id": item_id, "debate_id": debate["debate_id"], "truth": debate["truth"],
+            "answers": {int(k): dict(zip(g["agent"], g["answer"])) for k, g in rounds.groupby("round")},
+            "changes": changes}
+
+
+def _was(rounds: pd.DataFrame, row) -> Any:
+    before = rounds[(rounds["agent"] == row.agent) & (rounds["round"] == row.round - 1)]
+    return before["answer"].iloc[0] if len(before) else None
+
+
+def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.DataFrame, dataset: str,
+               agreement: float | None) -> str:
+    """The study's conclusion in plain sentences, every number taken from the tables passed in."""
+    def say(row) -> str:
+        return (f"{row.difference:+.2f} [{row.low:+.2f}, {row.high:+.2f}], McNemar p = {row.p_mcnemar:.2g}, "
+                f"{row.pairs} items")
+
+    lines = []
+    rows = against_single.set_index("config")
+    for config in rows.index:
+        r = rows.loc[config]
+        verdict = "above" if r.low > 0 else "below" if r.high < 0 else "not separable from"
+        lines.append(f"- {config}: {verdict} one agent ({say(r)}).")
+    for r in inner.itertuples():
+        if r.baseline == "vote@1":
+            verdict = "adds to" if r.low > 0 else "takes from" if r.high < 0 else "does not separate from"
+            lines.append(f"- Inside the debate run, {r.config} {verdict} the round-1 majority vote ({say(r)}).")
+    nulls = limits[(limits["p_mcnemar"] >= 0.05) & limits["detectable"].notna()]
+    if len(nulls):
+        lines.append(f"- Where nothing separates ({len(nulls)} of {len(limits)} comparisons), the items rule out true "
+                     f"differences of {nulls['detectable'].min():.2f} to {nulls['detectable'].max():.2f} or more "
+                     f"(80% power at the discordance each comparison showed); smaller ones stay possible.")
+    if agreement is not None:
+        lines.append(f"- The three agents gave the same round-1 answer on {agreement:.0%} of items: there the vote is "
+                     f"one agent repeated.")
+    return f"On {dataset}:\n" + "\n".join(lines)

@@ -1,0 +1,395 @@
+"""Run folders -> tidy pandas tables, and the metrics computed from them (pure pandas).
+
+    tables = load_runs(["runs/a", "runs/b"])
+    tables.debates          # one row per debate
+    tables.rounds           # one row per debate x round x agent (answers, flips, reliance)
+    tables.turns            # one row per model call (events.jsonl)
+    round_metrics(tables)   # per run and round: accuracy per agent and majority, agreement, flips
+    seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
+    compare(tables, baseline="single")   # paired differences against a baseline (debatekit.analysis.paired)
+    decomposition(tables)                # one society_of_mind run as single, vote and debate (debatekit.analysis.decompose)
+    detectable_difference(n=100, discordance=0.25)  # what a null result rules out (debatekit.analysis.power)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+import pandas as pd
+
+from debatekit.analysis.decompose import decompose, decomposition  # noqa: F401 - likewise
+from debatekit.analysis.intervals import bootstrap_ci, nested_bootstrap_ci
+from debatekit.analysis.paired import compare  # noqa: F401 - part of this module's interface
+from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power  # noqa: F401 - likewise
+from debatekit.datasets.voting import agreement_rate, answers_equal, majority
+from debatekit.records.schemas import ANSWERED, DebateRecord
+
+
+@dataclass
+class Tables:
+    runs: pd.DataFrame
+    debates: pd.DataFrame
+    rounds: pd.DataFrame
+    turns: pd.DataFrame
+
+
+def summarize(debates: Iterable[DebateRecord]) -> dict:
+    """Run summary: accuracy with a bootstrap 95% interval (over items, then seeds), dynamics, cost.
+
+    Debates without an answer because calls failed (`error`) or the protocol raised (`failed`)
+    are counted in `failed` and left out of accuracy; `degraded` ones are scored and counted.
+    """
+    debates = list(debates)
+    scored = [d for d in debates if d.answered and (d.truth is not None or d.correct is not None)]
+    acc, low, high = nested_bootstrap_ci(_by_item(scored, lambda d: float(bool(d.correct)))) if scored \
+        else (None,) * 3
+    total = {key: sum(getattr(d.usage, key) for d in debates) for key in
+             ("calls", "provider_calls", "prompt_tokens", "completion_tokens", "cost", "cache_hits",
+              "parse_failures", "cut_off", "looped", "retries", "timeouts", "errors")}
+    stops: dict[str, int] = {}
+    for d in debates:
+        stops[d.stop_reason or "none"] = stops.get(d.stop_reason or "none", 0) + 1
+    return {
+        "items": len({d.item_id for d in debates}),
+        "debates": len(debates),
+        "ok": sum(d.status == "ok" for d in debates),
+        "degraded": sum(d.status == "degraded" for d in debates),
+        "failed": sum(not d.answered for d in debates),
+        "first_error": next((d.error for d in debates if not d.answered and d.error), None),
+        "seeds": len({d.seed for d in debates}) if debates else 0,
+        "accuracy": acc, "accuracy_ci": [low, high],
+        "accuracy_by_seed": _accuracy_by_seed(scored),
+        **_score_summary(debates),
+        "mean_rounds": (sum(len(d.rounds) for d in debates) / len(debates)) if debates else None,
+        "converged": sum(bool(d.converged) for d in debates),
+        "needs_human_review": sum(d.needs_human_review for d in debates),
+        "escalated_to": _escalations(debates),
+        "stop_reasons": stops,
+        **total,
+        "wall_s_sum": round(sum(d.wall_s for d in debates), 2),
+    }
+
+
+def _by_item(debates: list[DebateRecord], value) -> list[list[float]]:
+    """`value(d)` grouped by item (one group per item, one value per seed), for nested intervals."""
+    groups: dict[str, list[float]] = {}
+    for d in debates:
+        groups.setdefault(d.item_id, []).append(value(d))
+    return list(groups.values())
+
+
+def _accuracy_by_seed(scored: list[DebateRecord]) -> dict[str, float]:
+    seeds = sorted({d.seed for d in scored}, key=lambda s: (s is None, s))
+    return {str(s): sum(bool(d.correct) for d in scored if d.seed == s) / sum(d.seed == s for d in scored)
+            for s in seeds}
+
+
+def _escalations(debates: list[DebateRecord]) -> dict[str, int]:
+    """Escalated debates by target, e.g. {"council": 2, "human": 1}."""
+    targets = [d.escalated_to for d in debates if d.escalated_to]
+    return {t: targets.count(t) for t in sorted(set(targets))}
+
+
+def _score_summary(debates: list[DebateRecord]) -> dict:
+    """Mean protocol score (judge score, resolution accuracy, F1...) with a bootstrap 95% interval."""
+    scored = [d for d in debates if d.answered and d.score is not None]
+    mean, low, high = nested_bootstrap_ci(_by_item(scored, lambda d: d.score)) if scored else (None,) * 3
+    return {"score": mean, "score_ci": [low, high]}
+
+
+def load_runs(paths: Iterable[Path | str]) -> Tables:
+    """Load run folders into tables (several runs concatenate; `run_id` tells them apart)."""
+    from debatekit.records.trace import RunFolder
+
+    runs, debates, rounds, turns = [], [], [], []
+    for path in paths:
+        folder = RunFolder(path)
+        record = folder.read_run()
+        run_row = {"run_id": record.run_id, "path": str(folder.path), "protocol": record.config.protocol,
+                   "dataset": record.dataset.name, "model": record.model, "config_hash": record.config_hash,
+                   "seed": record.config.seed, "status": record.status, "created": record.created,
+                   **{f"param_{k}": v for k, v in record.config.params.items()},
+                   **{k: v for k, v in record.summary.items() if not isinstance(v, (dict, list))}}
+        runs.append(run_row)
+        for d in folder.debates():
+            debates.append(_debate_row(d, run_row))
+            rounds.extend(_round_rows(d))
+        turns.extend(folder.events())
+    return Tables(pd.DataFrame(runs), pd.DataFrame(debates), pd.DataFrame(rounds), _turns_frame(turns))
+
+
+def _debate_row(d: DebateRecord, run: dict) -> dict:
+    return {"run_id": d.run_id, "protocol": d.protocol, "model": run["model"], "config_hash": run["config_hash"],
+            "item_id": d.item_id, "seed": run["seed"] if d.seed is None else d.seed, "debate_id": d.debate_id,
+            "status": d.status, "error": d.error,
+            "final_answer": d.final_answer, "truth": d.truth, "correct": d.correct, "score": d.score,
+            "stop_reason": d.stop_reason, "converged": d.converged, "rounds_used": len(d.rounds),
+            "needs_human_review": d.needs_human_review, "wall_s": d.wall_s, **d.usage.model_dump()}
+
+
+def _round_rows(d: DebateRecord) -> list[dict]:
+    """Per agent and round: answer, correctness, change, reliance on others, bullying, flips."""
+    rows, previous = [], {}
+    for r in d.rounds:
+        answers = r.answers
+        top = majority(answers.values())
+        agree = agreement_rate(list(answers.values()))
+        for agent, answer in answers.items():
+            before = previous.get(agent)
+            others_before = [a for other, a in previous.items() if other != agent and a is not None]
+            correct = None if d.truth is None or answer is None else answers_equal(answer, d.truth)
+            was_correct = None if d.truth is None or before is None else answers_equal(before, d.truth)
+            changed = before is not None and answer is not None and not answers_equal(answer, before)
+            relied = changed and any(answers_equal(answer, o) for o in others_before)
+            rows.append({
+                "run_id": d.run_id, "item_id": d.item_id, "debate_id": d.debate_id, "status": d.status,
+                "round": r.round,
+                "agent": agent, "answer": answer, "correct": correct,
+                "majority": top, "majority_correct": None if d.truth is None or top is None
+                else answers_equal(top, d.truth),
+                "agreement": agree, "changed": changed, "relied": relied,
+                "bullied": bool(relied and was_correct and correct is False),
+                "flip": _flip(was_correct, correct) if changed else "unchanged",
+            })
+        previous = {agent: a for agent, a in answers.items()}
+    return rows
+
+
+def _flip(before: bool | None, after: bool | None) -> str:
+    if before is None or after is None:
+        return "unknown"
+    if before and not after:
+        return "right_to_wrong"
+    if after and not before:
+        return "wrong_to_right"
+    return "changed"
+
+
+def _turns_frame(events: list[dict]) -> pd.DataFrame:
+    frame = pd.DataFrame(events)
+    if not frame.empty:
+        frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
+    return frame
+
+
+def round_metrics(tables: Tables) -> pd.DataFrame:
+    """Per run and round: agent and majority accuracy, agreement, changes, flips, parse failures."""
+    r = tables.rounds
+    if r.empty:
+        return pd.DataFrame()
+    per_agent = r.groupby(["run_id", "round"]).agg(
+        agent_accuracy=("correct", "mean"), agreement=("agreement", "mean"), changed=("changed", "sum"),
+        relied=("relied", "sum"), bullied=("bullied", "sum"),
+        right_to_wrong=("flip", lambda s: int((s == "right_to_wrong").sum())),
+        wrong_to_right=("flip", lambda s: int((s == "wrong_to_right").sum())))
+    per_debate = r.drop_duplicates(["run_id", "debate_id", "round"])
+    majority_acc = per_debate.groupby(["run_id", "round"])["majority_correct"].mean().rename("majority_accuracy")
+    debates = per_debate.groupby(["run_id", "round"])["debate_id"].nunique().rename("debates")
+    out = per_agent.join(majority_acc).join(debates)
+    t = tables.turns
+    if not t.empty and "round" in t:
+        parse = t.groupby(["run_id", "round"])["parse_failures"].sum().rename("parse_failures")
+        out = out.join(parse)
+    return out.reset_index()
+
+
+def seed_accuracy(tables: Tables) -> pd.DataFrame:
+    """Accuracy per run and seed over the answered debates, with the debates that failed per seed.
+
+    Returns:
+        Columns: run_id, protocol, seed, accuracy, scored, failed.
+    """
+    d = tables.debates
+    if d.empty:
+        return pd.DataFrame(columns=["run_id", "protocol", "seed", "accuracy", "scored", "failed"])
+    answered = d["status"].isin(ANSWERED)
+    frame = d.assign(_c=_as_float(d["correct"]).where(answered), _failed=~answered)
+    out = frame.groupby(["run_id", "protocol", "seed"]).agg(
+        accuracy=("_c", "mean"), scored=("_c", "count"), failed=("_failed", "sum"))
+    return out.reset_index()
+
+
+def agent_accuracy(tables: Tables) -> pd.DataFrame:
+    """Accuracy per run, round and agent."""
+    r = tables.rounds
+    return r.groupby(["run_id", "round", "agent"])["correct"].mean().rename("accuracy").reset_index()
+
+
+# --- tables for plots and sweeps (pure functions over the tables above) --------------------
+
+def _as_float(series: pd.Series) -> pd.Series:
+    """Booleans with missing values as floats (True 1.0, False 0.0, missing NaN)."""
+    return series.astype("object").where(series.notna(), None).astype(float)
+
+
+def fill_rounds(rounds: pd.DataFrame, until: int | dict | None = None) -> pd.DataFrame:
+    """Carry each debate's last recorded round forward, so a debate that stopped early keeps its answers.
+
+    Args:
+        rounds: `Tables.rounds` (one row per debate, round and agent).
+        until: last round to fill to: one number, a map run_id -> number (e.g. the configured
+            rounds), or None for the largest round seen in each run.
+
+    Returns:
+        The rows plus copies of each debate's last round for the missing rounds, marked
+        `filled=True` (with `changed=False`, `flip="unchanged"`).
+    """
+    if rounds.empty:
+        return rounds.assign(filled=pd.Series(dtype=bool))
+    seen = rounds.groupby("run_id")["round"].max().to_dict()
+    limit = {run: (until.get(run, top) if isinstance(until, dict) else (until or top)) for run, top in seen.items()}
+    extra = []
+    last_round = rounds.groupby("debate_id")["round"].transform("max")
+    for _, last in rounds[rounds["round"] == last_round].groupby("debate_id"):
+        stop = int(limit[last["run_id"].iloc[0]])
+        for r in range(int(last["round"].iloc[0]) + 1, stop + 1):
+            extra.append(last.assign(round=r, changed=False, relied=False, bullied=False, flip="unchanged"))
+    out = rounds.assign(filled=False)
+    if extra:
+        out = pd.concat([out, *(e.assign(filled=True) for e in extra)], ignore_index=True)
+    return out.sort_values(["run_id", "debate_id", "round", "agent"], ignore_index=True)
+
+
+def score_trajectory(rounds: pd.DataFrame, by: list[str] | tuple = (), metric: str = "correct",
+                     n_boot: int = 1000) -> pd.DataFrame:
+    """Score per round for each agent and for the aggregate, with bootstrap 95% intervals.
+
+    Rows of several runs in one `by` group (e.g. seeds) are pooled, so the interval is over
+    items and seeds. The aggregate of `correct` is the majority vote (`majority_correct`);
+    of any other metric, the mean over agents.
+
+    Returns:
+        Columns: *by, round, agent ("majority" or "mean" for the aggregate), score, low, high, n.
+    """
+    by = list(by)
+    if rounds.empty:
+        return pd.DataFrame(columns=[*by, "round", "agent", "score", "low", "high", "n"])
+    frame = rounds.assign(_v=_as_float(rounds[metric]))
+    per_debate = frame.drop_duplicates(["debate_id", "round"])
+    if metric == "correct":
+        aggregate = per_debate.assign(agent="majority", _v=_as_float(per_debate["majority_correct"]))
+    else:
+        means = frame.groupby(["debate_id", "round"])["_v"].mean().rename("_m")
+        aggregate = per_debate.join(means, on=["debate_id", "round"]).assign(agent="mean")
+        aggregate = aggregate.assign(_v=aggregate["_m"])
+    rows = []
+    for keys, group in pd.concat([frame, aggregate], ignore_index=True).groupby([*by, "round", "agent"]):
+        mean, low, high = bootstrap_ci(group["_v"].tolist(), n_boot=n_boot)
+        rows.append({**dict(zip([*by, "round", "agent"], keys)), "score": mean, "low": low, "high": high,
+                     "n": int(group["_v"].notna().sum())})
+    return pd.DataFrame(rows)
+
+
+def convergence_curve(rounds: pd.DataFrame, by: list[str] | tuple = (), n_boot: int = 1000) -> pd.DataFrame:
+    """Per round: share of debates whose agents all agree, and mean agreement rate (95% intervals).
+
+    Pass `fill_rounds(...)` rows so a debate that stopped on agreement counts as converged
+    in the later rounds too.
+
+    Returns:
+        Columns: *by, round, converged, converged_low, converged_high, agreement,
+        agreement_low, agreement_high, debates.
+    """
+    by = list(by)
+    cols = [*by, "round", "converged", "converged_low", "converged_high", "agreement", "agreement_low",
+            "agreement_high", "debates"]
+    if rounds.empty:
+        return pd.DataFrame(columns=cols)
+    per_debate = rounds.drop_duplicates(["debate_id", "round"])
+    per_debate = per_debate.assign(_agree=_as_float(per_debate["agreement"]))
+    rows = []
+    for keys, group in per_debate.groupby([*by, "round"]):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        conv = bootstrap_ci((group["_agree"] >= 1.0).astype(float).tolist(), n_boot=n_boot)
+        agree = bootstrap_ci(group["_agree"].tolist(), n_boot=n_boot)
+        rows.append({**dict(zip([*by, "round"], keys)), "converged": conv[0], "converged_low": conv[1],
+                     "converged_high": conv[2], "agreement": agree[0], "agreement_low": agree[1],
+                     "agreement_high": agree[2], "debates": len(group)})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def flip_flow(rounds: pd.DataFrame, by: list[str] | tuple = ()) -> pd.DataFrame:
+    """Counts of agents' answers moving between right and wrong from each round to the next.
+
+    Returns:
+        Columns: *by, from_round, to_round, before ("right"/"wrong"), after, changed (answer
+        changed), count.
+    """
+    by = list(by)
+    cols = [*by, "from_round", "to_round", "before", "after", "changed", "count"]
+    scored = rounds[rounds["correct"].notna()] if not rounds.empty else rounds
+    if scored.empty:
+        return pd.DataFrame(columns=cols)
+    now = scored[[*by, "debate_id", "agent", "round", "correct", "changed"]]
+    before = now[["debate_id", "agent", "round", "correct"]].assign(round=now["round"] + 1)
+    pairs = now.merge(before, on=["debate_id", "agent", "round"], suffixes=("", "_before"))
+    state = {True: "right", False: "wrong"}
+    pairs = pairs.assign(from_round=pairs["round"] - 1, to_round=pairs["round"],
+                         before=pairs["correct_before"].map(lambda v: state[bool(v)]),
+                         after=pairs["correct"].map(lambda v: state[bool(v)]),
+                         changed=pairs["changed"].astype(bool))
+    out = pairs.groupby([*by, "from_round", "to_round", "before", "after", "changed"]).size()
+    return out.rename("count").reset_index()[cols]
+
+
+def config_table(summary: pd.DataFrame, keys: list[str], n_boot: int = 1000) -> pd.DataFrame:
+    """One row per configuration (`keys`) of a per-item table: accuracy with a 95% interval and cost per item.
+
+    Args:
+        summary: one row per configuration, seed and item, with `correct`, `calls`,
+            `prompt_tokens`, `completion_tokens`, `cost`, `wall_s` (a sweep's summary table);
+            rows whose `status` is error or failed are left out of accuracy and counted.
+        keys: the columns that identify a configuration (missing values allowed).
+
+    Returns:
+        keys, accuracy, low, high (resampling items, then seeds), items, failed, and per-item
+        means of calls, prompt_tokens, completion_tokens, tokens, cost, wall_s.
+    """
+    frame = summary.assign(tokens=summary["prompt_tokens"] + summary["completion_tokens"])
+    answered = frame["status"].isin(ANSWERED) if "status" in frame else pd.Series(True, index=frame.index)
+    frame = frame.assign(_answered=answered, _c=_as_float(frame["correct"]).fillna(0.0).where(answered))
+    item = frame["item_id"] if "item_id" in frame else pd.Series(range(len(frame)), index=frame.index)
+    frame = frame.assign(_item=item)
+    cost_cols = [c for c in ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "wall_s") if c in frame]
+    rows = []
+    for values, group in frame.groupby(keys, dropna=False):
+        values = values if isinstance(values, tuple) else (values,)
+        groups = [g.tolist() for _, g in group.groupby("_item", sort=False)["_c"]]
+        acc, low, high = nested_bootstrap_ci(groups, n_boot=n_boot)
+        rows.append({**dict(zip(keys, values)), "accuracy": acc, "low": low, "high": high, "items": len(group),
+                     "failed": int((~group["_answered"]).sum()), **{c: float(group[c].mean()) for c in cost_cols}})
+    return pd.DataFrame(rows)
+
+
+def pareto_front(frame: pd.DataFrame, cost: str, score: str) -> pd.Series:
+    """Whether each row is on the Pareto front: no other row is at least as good on both and better on one."""
+    c, s = frame[cost].to_numpy(dtype=float), frame[score].to_numpy(dtype=float)
+    dominated = [bool(((c <= c[i]) & (s >= s[i]) & ((c < c[i]) | (s > s[i]))).any()) for i in range(len(frame))]
+    return pd.Series([not d for d in dominated], index=frame.index, name="pareto")
+
+
+def equal_budget(configs: pd.DataFrame, baseline: pd.Series, budget: str = "completion_tokens") -> pd.DataFrame:
+    """For each configuration, the baseline configuration closest to it in `budget` per item.
+
+    Args:
+        configs: a `config_table`.
+        baseline: boolean mask of `configs` rows that are baselines (e.g. self-consistency).
+        budget: the cost column to match on.
+
+    Returns:
+        The non-baseline rows with `budget` (what each used, per item), `baseline_accuracy`,
+        `baseline_low`, `baseline_high`, `baseline_budget` (what the matched baseline used)
+        and `baseline_row` (index into `configs`) of the closest baseline.
+    """
+    base, rest = configs[baseline], configs[~baseline].assign(budget=configs.loc[~baseline, budget])
+    if base.empty:
+        return rest.assign(baseline_accuracy=float("nan"), baseline_low=float("nan"), baseline_high=float("nan"),
+                           baseline_budget=float("nan"), baseline_row=None)
+    nearest = [(base[budget] - value).abs().idxmin() for value in rest[budget]]
+    return rest.assign(baseline_accuracy=base.loc[nearest, "accuracy"].to_numpy(),
+                       baseline_low=base.loc[nearest, "low"].to_numpy(),
+                       baseline_high=base.loc[nearest, "high"].to_numpy(),
+                       baseline_budget=base.loc[nearest, budget].to_numpy(), baseline_row=nearest)
+

@@ -1,0 +1,5 @@
+import sys
+
+from debatekit.cli.app import main
+
+sys.exit(main())

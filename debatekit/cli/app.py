@@ -1,0 +1,369 @@
+"""Command line: `debatekit run | protocols | datasets | models`.
+
+Bad input ends with one line `debatekit: error: ...` naming the problem, and exit status 2; a
+model that cannot be reached as configured (key, name, server, file) ends the same way with exit 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from debatekit import __version__
+
+
+def _parse_set(pairs: list[str]) -> dict[str, Any]:
+    """`key=value` pairs; values are read as YAML scalars/lists (3, 0.5, true, [a, b], text)."""
+    params = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"--set {pair!r} is not key=value")
+        try:
+            params[key.strip()] = yaml.safe_load(value) if value.strip() else ""
+        except yaml.YAMLError as exc:
+            raise ValueError(f"--set {pair!r}: the value is not readable ({exc.problem})") from exc
+    return params
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with the one-line error format of every other mistake (its subcommands inherit it)."""
+
+    def error(self, message: str):
+        print(f"debatekit: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(2)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="debatekit", description="Multi-agent LLM debate protocols.")
+    parser.add_argument("--version", action="version", version=f"debatekit {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run one or more protocols over a dataset")
+    run.add_argument("protocols", nargs="+", metavar="PROTOCOL", help="protocol name(s); several are compared")
+    run.add_argument("--dataset", required=True, help="shipped dataset name or path to a .jsonl file")
+    run.add_argument("--limit", type=_positive, help="use only the first N items")
+    run.add_argument("--agents", type=_positive, help="number of agents (protocols that have agents)")
+    run.add_argument("--rounds", type=_positive,
+                     help="the protocol's rounds parameter (the minimum, or the ceiling: see `debatekit protocols`)")
+    run.add_argument("--model", help="litellm model string (default: $DEBATEKIT_MODEL or the local model)")
+    run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
+                     help="protocol parameter, repeatable (e.g. --set temperature=0.2)")
+    run.add_argument("--seed", type=int, default=0)
+    run.add_argument("--seeds", type=_positive, default=1,
+                     help="run each item under N seeds (seed, seed+1, ...); intervals resample items, then seeds")
+    run.add_argument("--api-base", metavar="URL",
+                     help="OpenAI-compatible server for --model (vLLM, llama.cpp, Ollama, `debatekit serve`)")
+    run.add_argument("--api-key-env", metavar="NAME",
+                     help="environment variable holding the API key for --model (the key is never written)")
+    run.add_argument("--concurrency", type=_positive, default=4, help="debates run at once")
+    run.add_argument("--token-budget", type=_positive, help="completion tokens per debate")
+    run.add_argument("--max-tokens", type=_positive,
+                     help="completion tokens per call (default: the reply's own; a free-text answer's is set "
+                          "per answer kind, docs/answers.md; else 512)")
+    run.add_argument("--timeout", type=float,
+                     help="seconds per model call (default: 120 for a provider, 900 for a local/ model)")
+    run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
+    run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
+    run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    protocols = sub.add_parser("protocols", help="list protocols and their parameters")
+    protocols.add_argument("--schema", metavar="NAME", help="print the JSON schema of protocol NAME's output")
+    sub.add_parser("datasets", help="list shipped datasets")
+    models = sub.add_parser("models", help="list models and their state; `models pull` assembles the local model")
+    models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    return parser
+
+
+COMMANDS = ("compare", "new", "report", "review", "serve", "show", "study", "sweep")
+"""Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
+
+
+def command_modules():
+    import importlib
+
+    for name in COMMANDS:
+        yield importlib.import_module(f"debatekit.cli.{name}")
+
+
+def cmd_run(args) -> int:
+    from debatekit import registry
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    sets = _parse_set(args.sets)
+    if args.resume and not args.out:
+        raise ValueError("--resume needs --out RUN_DIR: the folder of the run to continue")
+    configs = []
+    for name in args.protocols:
+        spec = registry.get(name)
+        params = spec.map_flags({k: v for k, v in sets.items() if spec.accepts(k)},
+                                agents=args.agents, rounds=args.rounds)
+        spec.validate(params)
+        configs.append(RunConfig(protocol=name, dataset=args.dataset, limit=args.limit, model=args.model,
+                                 params=params, seed=args.seed, seeds=args.seeds, concurrency=args.concurrency,
+                                 api_base=args.api_base, api_key_env=args.api_key_env,
+                                 token_budget=args.token_budget, max_tokens=args.max_tokens, call_timeout=args.timeout,
+                                 cache=not args.no_cache))
+    _check_all_used(args, sets, [registry.get(n) for n in args.protocols])
+    outs = [args.out and (Path(args.out) / c.protocol if len(configs) > 1 else Path(args.out)) for c in configs]
+    resume = [args.resume] * len(outs)
+    if args.resume:
+        resume = _resumable(outs, args.out)
+    results = []
+    for config, out, again in zip(configs, outs, resume):
+        results.append(run(config, out, resume=again, progress=not args.quiet))
+    print(summary_table(results))
+    if len(results) > 1:
+        print("\n" + paired_block(results))
+    for r in results:
+        s = r.summary
+        if s["failed"]:
+            print(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates have no "
+                  f"answer (left out of accuracy; --resume retries them); first error: {s['first_error']}",
+                  file=sys.stderr)
+    return 0
+
+
+def _resumable(outs: list[Path], parent: str) -> list[bool]:
+    """Which runs `--resume` continues. One protocol: its run must exist. Several (a comparison cut off
+    part-way): the ones begun are continued and the ones never begun are started, if any was begun."""
+    from debatekit.records.trace import RunFolder, RunFolderError
+
+    begun = [RunFolder(out).exists for out in outs]
+    if not any(begun):
+        where = outs[0] if len(outs) == 1 else f"{parent} (none of {', '.join(o.name for o in outs)})"
+        raise RunFolderError(f"cannot resume {where}: no run there (no run.json); drop --resume to start one")
+    for out, was in zip(outs, begun):
+        if not was:
+            print(f"debatekit: {out} was never begun; starting it", file=sys.stderr)
+    return begun
+
+
+def paired_block(results) -> str:
+    """Each run against the first, paired on the items (and seeds) both answered."""
+    from debatekit.analysis import load_runs
+    from debatekit.analysis.paired import compare_runs, format_comparison
+
+    return format_comparison(compare_runs(load_runs([r.path for r in results]), [r.record for r in results]))
+
+
+def _check_all_used(args, sets: dict, specs) -> None:
+    """A parameter no chosen protocol accepts is a mistake, not something to ignore."""
+    unknown = sorted(k for k in sets if not any(s.accepts(k) for s in specs))
+    if unknown:
+        raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}")
+    for flag, name in ((args.agents, "agents"), (args.rounds, "rounds")):
+        if flag is not None and not any(s.flag(name) for s in specs):
+            raise ValueError(f"--{name} does not apply to {', '.join(args.protocols)}")
+
+
+def summary_table(results) -> str:
+    """The comparison table printed at the end of `debatekit run`."""
+    head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
+            "tokens", "cached", "cut off", "looped", "unreadable", "escalated", "wall s")
+    rows = [head]
+    for r in results:
+        s, cfg = r.summary, r.record.config
+        if s["accuracy"] is not None:
+            acc = f"{s['accuracy']:.2f} [{s['accuracy_ci'][0]:.2f}, {s['accuracy_ci'][1]:.2f}]"
+        elif s.get("score") is not None:  # no ground truth: the protocol's own score (judge, F1, ...)
+            acc = f"score {s['score']:.2f} [{s['score_ci'][0]:.2f}, {s['score_ci'][1]:.2f}]"
+        else:
+            acc = "n/a"
+        params = " ".join(f"{k}={v}" for k, v in cfg.params.items()) or "-"
+        rows.append((cfg.protocol, params, str(s["items"]), str(s.get("seeds", 1)), str(s["failed"]),
+                     str(s.get("degraded", 0)), acc,
+                     f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
+                     str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
+                     *_parse_failures(s),
+                     " ".join(f"{n} {to}" for to, n in s.get("escalated_to", {}).items()) or "0",
+                     f"{s['wall_s']:.0f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    where = "\n".join(f"trace: {r.path}" for r in results)
+    return "\n".join(lines) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
+
+
+def _parse_failures(summary: dict) -> tuple[str, str, str]:
+    """A run's parse failures by cause: cut off at the token limit, stopped looping, the rest unreadable."""
+    cut, looped = summary.get("cut_off", 0), summary.get("looped", 0)
+    return str(cut), str(looped), str(summary["parse_failures"] - cut - looped)
+
+
+def protocol_report(result) -> str:
+    """The protocol's own summary of the run (stage F1 of patch_debate, resolution accuracy of arbitration)."""
+    from debatekit import registry
+
+    report = registry.get(result.record.config.protocol).report
+    text = report(result.path) if report else ""
+    return f"\n{result.record.config.protocol}: {text.rstrip()}\n\n" if text else ""
+
+
+def round_table(result) -> str:
+    """Per-round dynamics of a multi-round run (empty for single-round runs)."""
+    from debatekit.analysis import load_runs, round_metrics
+
+    tables = load_runs([result.path])
+    metrics = round_metrics(tables)
+    if metrics.empty or metrics["round"].max() < 2 or metrics["agent_accuracy"].isna().all():
+        return ""  # single round, or no ground truth to score rounds against (free-text answers)
+    lines = [f"\n{result.record.config.protocol} by round (debates still running at that round):",
+             "round  debates  agent acc  majority acc  agreement  wrong->right  right->wrong"]
+    for row in metrics.itertuples():
+        lines.append(f"{row.round:<5}  {row.debates:<7}  {row.agent_accuracy:<9.2f}  {row.majority_accuracy:<12.2f}  "
+                     f"{row.agreement:<9.2f}  {row.wrong_to_right:<12}  {row.right_to_wrong}")
+    return "\n".join(lines) + "\n\n" + decomposition_table(tables)
+
+
+def decomposition_table(tables) -> str:
+    """A society_of_mind run read as one agent, round-1 vote and debate, paired (empty for other runs)."""
+    from debatekit.analysis.decompose import decomposition
+    from debatekit.analysis.paired import aligned
+
+    table = decomposition(tables) if (tables.debates["protocol"] == "society_of_mind").any() else None
+    if table is None or table.empty:
+        return ""
+    head = ("configuration", "against", "pairs", "accuracy", "difference [95% CI]", "only this right",
+            "only other right", "McNemar p", "completion tok/item")
+    rows = [head] + [(r.config, r.baseline, str(r.pairs), f"{r.accuracy:.2f} vs {r.baseline_accuracy:.2f}",
+                      f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]", str(r.only_config), str(r.only_baseline),
+                      f"{r.p_mcnemar:.3g}", f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}")
+                     for r in table.itertuples()]
+    lines = aligned(rows)
+    return ("debate or vote, inside this run (single: agent 1's round-1 answer; vote@1: the round-1 majority; "
+            "debate@t: the majority after round t):\n" + "\n".join(lines) + "\n\n")
+
+
+def cmd_protocols(args) -> int:
+    from debatekit import registry
+
+    if args.schema:
+        spec = registry.get(args.schema)
+        if spec.output is None:
+            raise ValueError(f"protocol {args.schema!r} declares no output schema")
+        print(json.dumps(spec.output.model_json_schema(), indent=2))
+        return 0
+    for name, spec in registry.available().items():
+        params = ", ".join(f"{k}={v!r}" for k, v in spec.defaults().items())
+        origin = "" if spec.source["kind"] == "builtin" else f"  [{registry.describe(spec.source)}]"
+        print(f"{name:20} {spec.description}{origin}\n{'':20} {params}")
+    return 0
+
+
+def cmd_datasets(args) -> int:
+    from debatekit import datasets
+
+    about = datasets.catalog()
+    print(f"{'name':20} {'items':>5}  {'answer':16} license")
+    for name in datasets.available():
+        path = datasets.datasets_dir() / f"{name}.jsonl"
+        count = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        entry = about.get(name, {})
+        print(f"{name:20} {count:5d}  {entry.get('answer', '-'):16} {entry.get('license', '-')}")
+    print(f"folder: {datasets.datasets_dir()}; sources and citations: datasets/README.md")
+    return 0
+
+
+def cmd_models(args) -> int:
+    from debatekit.models import local
+    from debatekit.models.kinds import default_model
+
+    if args.action == "pull":
+        local.pull()
+        return 0
+    print(f"default: {default_model()}")
+    for row in local.status():
+        print(f"{row['model']:40} {row['state']:10} {row['path']}")
+    print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "
+          "local/path/to/file.gguf")
+    print(engine_line())
+    return 0
+
+
+def engine_line() -> str:
+    """The machine's shared local engine in one line: running or not, its models, slots, clients, load."""
+    import time
+
+    from debatekit.models import shared_engine
+
+    info = shared_engine.status()
+    if info is None:
+        return (f"local engine: not running (mode {shared_engine.mode()}; the first local call starts it, "
+                f"it stops after {shared_engine.idle_seconds():.0f} s idle)")
+    models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads)" for m in info["models"]) or "none loaded"
+    return (f"local engine: running, pid {info['pid']}, up {time.time() - info['started']:.0f} s; models: {models}; "
+            f"{len(info['clients'])} client(s) in the last 10 min, {info['in_flight']} call(s) in flight, "
+            f"{info['served']} served ({info['completion_tokens']} completion tokens)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    from pydantic import ValidationError
+
+    from debatekit._base import signals
+    from debatekit._base.validation import first_error
+    from debatekit.datasets import DatasetError
+    from debatekit.models.gateway import ModelSetupError
+    from debatekit.models.local import LocalModelError
+    from debatekit.records.trace import RunFolderError, TraceWriteError
+    from debatekit.registry import ProtocolError
+
+    parser = build_parser()
+    handler = {"run": cmd_run, "protocols": cmd_protocols, "datasets": cmd_datasets, "models": cmd_models}
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    for module in command_modules():
+        handler.update(module.add(sub))
+    args = parser.parse_args(argv)
+    signals.install()
+    try:
+        return handler[args.command](args)
+    except ValidationError as exc:
+        field, message = first_error(exc)
+        print(f"debatekit: error: {exc.title} field {field!r}: {message}", file=sys.stderr)
+        return 2
+    except (ValueError, DatasetError, ProtocolError, RunFolderError, LocalModelError) as exc:
+        message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        print(f"debatekit: error: {message}", file=sys.stderr)
+        return 2
+    except ModelSetupError as exc:
+        print(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)", file=sys.stderr)
+        return 1
+    except TraceWriteError as exc:
+        print(f"debatekit: error: {exc}; the run is marked interrupted: free space, then --resume", file=sys.stderr)
+        return 1
+    except OSError as exc:  # the machine, not the input: a full disk before the run began, a vanished folder
+        print(f"debatekit: error: {exc.filename}: {exc.strerror}" if exc.filename else f"debatekit: error: {exc}",
+              file=sys.stderr)
+        return 1
+    except KeyboardInterrupt as exc:
+        print("debatekit: interrupted; finished items are kept (resume with --resume)", file=sys.stderr)
+        status = signals.exit_status(exc)
+        from debatekit.models import local
+
+        if local.busy():  # the run folder is written; do not wait minutes for generations nobody reads
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(status)
+        return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

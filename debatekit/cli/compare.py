@@ -1,0 +1,34 @@
+"""`debatekit compare RUN_DIR RUN_DIR ... [--baseline NAME]`: paired comparison of finished runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def add(subparsers) -> dict:
+    p = subparsers.add_parser("compare", help="compare run folders on their shared items, each against the first")
+    p.add_argument("runs", nargs="+", metavar="RUN_DIR", help="run folders of the same dataset (two or more)")
+    p.add_argument("--baseline", help="the run to compare against, by its label (protocol); default the first")
+    return {"compare": run}
+
+
+def run(args) -> int:
+    from debatekit.analysis import load_runs
+    from debatekit.analysis.paired import compare_runs, format_comparison
+    from debatekit.records.trace import RunFolder
+
+    if len(args.runs) < 2:
+        raise ValueError("compare needs at least two run folders")
+    for path in args.runs:
+        if not (Path(path) / "run.json").exists():
+            raise ValueError(f"{path} is not a run folder (no run.json)")
+    records = [RunFolder(path).read_run() for path in args.runs]
+    datasets = {r.dataset.sha256 for r in records}
+    if len(datasets) > 1:
+        raise ValueError("the runs used different datasets (" + ", ".join(
+            sorted({f"{r.dataset.name}" for r in records})) + "): nothing to pair")
+    table = compare_runs(load_runs(args.runs), records, baseline=args.baseline)
+    if table["pairs"].sum() == 0:
+        raise ValueError("the runs share no item that both answered: nothing to pair")
+    print(format_comparison(table))
+    return 0

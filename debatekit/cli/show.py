@@ -1,0 +1,116 @@
+"""`debatekit show RUN_DIR [ITEM] [--transcript]`: one debate of a run, printed for reading.
+
+A protocol registered with `debate_report(record, folder) -> str` prints its own report (for
+judge_refine, the seed's report); any other protocol gets the generic view: rounds with each
+agent's answer and the round data, the outcome, the stop reason and the usage. Without ITEM,
+a one-line-per-item list of the run. `--transcript` prints every call of the debate instead:
+the messages the agent was shown, its reply and the answer read from it (`debatekit.records.transcript`).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable
+
+from debatekit.records.schemas import DebateRecord
+from debatekit.records.trace import RunFolder, RunFolderError, item_folder_name
+
+
+def add(subparsers) -> dict[str, Callable]:
+    show = subparsers.add_parser("show", help="print one debate of a run (the protocol's report)")
+    show.add_argument("run_dir", metavar="RUN_DIR", help="a run folder (with run.json)")
+    show.add_argument("item", metavar="ITEM", nargs="?", help="item id; omitted: list the run's items")
+    show.add_argument("--transcript", action="store_true",
+                      help="every message each agent was shown and what it replied, round by round")
+    return {"show": cmd_show}
+
+
+def cmd_show(args) -> int:
+    print(show(args.run_dir, args.item, transcript=args.transcript))
+    return 0
+
+
+def show(run_dir: str | Path, item: str | None = None, transcript: bool = False) -> str:
+    """The text `debatekit show` prints (with `transcript`, the debate's calls in full).
+
+    Raises:
+        RunFolderError: not a run folder, or no debate for `item` in it.
+    """
+    folder = RunFolder(run_dir)
+    if not folder.exists:
+        raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
+    debates = {d.item_id: d for d in folder.debates()}
+    if item is None:
+        return item_list(list(debates.values()))
+    if item not in debates:
+        ids = ", ".join(list(debates)[:10]) or "none"
+        raise RunFolderError(f"no debate for item {item!r} in {folder.path}; items: {ids}")
+    record = debates[item]
+    if transcript:
+        from debatekit.records import transcript as calls
+
+        head = f"{record.protocol} · item {record.item_id} · debate {record.debate_id} · transcript\n"
+        return head + calls.as_text(calls.entries(folder.events(), record.debate_id)) + (
+            f"\n\nfinal answer: {_short(record.final_answer)}  truth: {_short(record.truth)}  "
+            f"correct: {_cell(record.correct)}")
+    item_folder = folder.path / "items" / item_folder_name(item)
+    custom = protocol_report(record.protocol)
+    if custom is not None and record.status == "ok":
+        return custom(record, item_folder if item_folder.is_dir() else None)
+    return generic(record, item_folder)
+
+
+def protocol_report(name: str) -> Callable | None:
+    """The protocol's registered `debate_report(record, folder)`, if it has one (None for an unknown protocol)."""
+    from debatekit import registry
+
+    spec = registry.find(name)
+    return spec.debate_report if spec else None
+
+
+def item_list(debates: list[DebateRecord]) -> str:
+    head = ("item", "status", "correct", "score", "rounds", "stop", "calls", "tokens", "wall s")
+    rows = [head] + [(d.item_id, d.status, _cell(d.correct), _cell(d.score), str(len(d.rounds)),
+                      d.stop_reason or "-", str(d.usage.calls),
+                      str(d.usage.prompt_tokens + d.usage.completion_tokens), f"{d.wall_s:.1f}") for d in debates]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def generic(d: DebateRecord, item_folder: Path) -> str:
+    """A protocol-independent view of one debate record."""
+    lines = [f"{d.protocol} · item {d.item_id} · debate {d.debate_id} · {d.status}"]
+    if d.error:
+        lines.append(f"error: {d.error}")
+    for r in d.rounds:
+        lines.append(f"\nround {r.round}")
+        width = max((len(a) for a in r.answers), default=0)
+        lines += [f"  {agent.ljust(width)}  {_short(answer)}" for agent, answer in r.answers.items()]
+        lines += [f"  · {key}: {_short(value)}" for key, value in r.extra.items()]
+    u = d.usage
+    lines += ["", f"final answer: {_short(d.final_answer)}", f"truth: {_short(d.truth)}",
+              f"correct: {_cell(d.correct)}  score: {_cell(d.score)}",
+              f"stop reason: {d.stop_reason or '-'}  converged: {_cell(d.converged)}  rounds: {len(d.rounds)}",
+              f"needs human review: {d.needs_human_review}" + (f" ({d.escalation_reason})" if d.escalation_reason else ""),
+              f"usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens, "
+              f"{u.cache_hits} cached, {u.parse_failures} parse failures, {u.retries} retries, "
+              f"{u.timeouts} timeouts, {u.errors} errors; wall {d.wall_s:.1f} s"]
+    if d.log:
+        lines += ["log:", *(f"  {line}" for line in d.log)]
+    files = sorted(p.name for p in item_folder.glob("*.json")) if item_folder.is_dir() else []
+    if files:
+        lines.append(f"files ({item_folder}): {', '.join(files)}")
+    return "\n".join(lines)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def _short(value: Any, limit: int = 160) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."

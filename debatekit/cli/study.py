@@ -1,0 +1,64 @@
+"""`debatekit study GRID`: a study in one command: the sweep, the study notebook over it, its report.
+
+    debatekit study results/studies/gsm8k/grid.yaml
+
+runs (or resumes) every point of the grid into the grid's folder with `notebooks/run_debate.ipynb`,
+executes `notebooks/study.ipynb` over that folder into `study.ipynb` beside it, and exports that to
+a self-contained `report.html` (and, with `--png`, the two headline figures as PNG). Interrupted,
+the same command continues: complete points are skipped, a point cut short resumes its run, and
+calls already made are served from the response cache, so a finished study re-runs with zero model
+calls and prints the same numbers.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
+
+
+def add(subparsers) -> dict:
+    p = subparsers.add_parser("study", help="run a study grid, its study notebook and report, resumably")
+    p.add_argument("grid", help="grid YAML, e.g. results/studies/gsm8k/grid.yaml")
+    p.add_argument("--out", help="study folder (default: the grid's folder)")
+    p.add_argument("--workers", type=int, default=1, help="points run at once (keep 1 on a local model)")
+    p.add_argument("--png", action="store_true", help="also write the headline figures as PNG (kaleido + chromium)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    return {"study": run}
+
+
+def run(args) -> int:
+    from debatekit import sweep
+    from debatekit._base.extras import need
+
+    need("papermill", "notebooks", "debatekit study")
+    grid = Path(args.grid)
+    if not grid.is_file():
+        raise ValueError(f"grid {grid} does not exist")
+    out = Path(args.out) if args.out else grid.parent
+    result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
+                             progress=not args.quiet)
+    for r in result.failed:
+        print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+    if result.failed:
+        print(f"debatekit: {len(result.failed)} point(s) failed; run the same command again to retry them",
+              file=sys.stderr)
+        return 1
+    notebook = write_study(out, png=args.png)
+    print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")
+    return 0
+
+
+def write_study(out: Path, png: bool = False) -> Path:
+    """Execute the study notebook over the folder `out` and export it as `out/report.html`."""
+    import papermill
+
+    from debatekit.sweep import report
+
+    notebook = out / "study.ipynb"
+    papermill.execute_notebook(str(NOTEBOOKS / "study.ipynb"), str(notebook), cwd=str(NOTEBOOKS),
+                               parameters={"sweep_dir": str(out.resolve()), "png_dir": str(out.resolve()) if png else None},
+                               progress_bar=False)
+    report.write_notebook_html(notebook, out / "report.html")
+    return notebook

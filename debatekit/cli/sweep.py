@@ -1,0 +1,57 @@
+"""`debatekit sweep NOTEBOOK --grid GRID.yaml --out results/NAME [--workers N] [--executor dask [--scheduler ADDR]]`."""
+
+from __future__ import annotations
+
+import functools
+import sys
+
+
+def add(subparsers) -> dict:
+    p = subparsers.add_parser("sweep", help="run a parameterized notebook once per grid point (papermill)")
+    p.add_argument("notebook", help="notebook with a `parameters` cell, e.g. notebooks/run_debate.ipynb")
+    p.add_argument("--grid", required=True, help="grid YAML: parameters, grid (lists), points (explicit)")
+    p.add_argument("--out", required=True, help="sweep folder, e.g. results/NAME (a re-run skips complete points)")
+    p.add_argument("--workers", type=int, default=1, help="points run at once, each in its own process")
+    p.add_argument("--executor", choices=["local", "dask"], default="local",
+                   help="where points run: local processes, or a Dask cluster (pip install 'debatekit[dask]')")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="with --executor dask: a running scheduler, e.g. tcp://10.0.0.5:8786 (workers need the "
+                        "same paths); default: a LocalCluster of --workers processes on 127.0.0.1")
+    p.add_argument("--cell-timeout", type=float, help="seconds a notebook cell may run")
+    p.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--yes", action="store_true", help="start a large grid (over 200 points to run) without asking")
+    return {"sweep": run}
+
+
+def run(args) -> int:
+    from debatekit import sweep
+    from debatekit._base import signals
+    from debatekit.sweep.guard import announce
+
+    if args.workers < 1:
+        raise ValueError(f"--workers must be at least 1, got {args.workers}")
+    if args.scheduler and args.executor != "dask":
+        raise ValueError("--scheduler needs --executor dask")
+    executor = args.executor
+    if args.executor == "dask":
+        from debatekit.sweep.executors_dask import DaskExecutor
+
+        executor = DaskExecutor(args.workers, scheduler=args.scheduler)
+    confirm = functools.partial(announce, yes=args.yes)
+    try:
+        result = sweep.run_sweep(args.notebook, args.grid, args.out, workers=args.workers, executor=executor,
+                                 progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout,
+                                 confirm=confirm)
+    except KeyboardInterrupt as exc:
+        print(f"debatekit: sweep stopped; complete points are kept in {args.out}: run the same `debatekit sweep` "
+              "command again to finish the rest", file=sys.stderr)
+        return signals.exit_status(exc)
+    counts = {s: sum(r.status == s for r in result.results) for s in ("complete", "skipped", "failed")}
+    print(f"{len(result.points)} points: {counts['complete']} run, {counts['skipped']} skipped (complete), "
+          f"{counts['failed']} failed; {len(result.summary)} rows in {result.path}/summary.parquet")
+    for r in result.failed:
+        print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+        if r.cell_source:
+            print("  cell:\n" + "\n".join(f"    {line}" for line in r.cell_source.splitlines()), file=sys.stderr)
+    return 1 if result.failed else 0

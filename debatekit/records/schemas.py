@@ -1,0 +1,209 @@
+"""Versioned records of a run, shared by every protocol: config, calls, rounds, debates, runs.
+
+A run folder holds `run.json` (a `RunRecord`), `events.jsonl` (one `CallEvent` per model
+call) and `debates.jsonl` (one `DebateRecord` per finished debate). `analysis` turns them
+into DataFrames.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+SCHEMA_VERSION = 1
+ANSWERED = ("ok", "degraded")  # debate statuses whose answers are scored; error and failed are not
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RunConfig(Strict):
+    """Everything that defines a run; its hash identifies the configuration."""
+
+    protocol: str
+    """Registered protocol name (`debatekit protocols`)."""
+    dataset: str
+    """Shipped dataset name or path to a JSONL file."""
+    limit: int | None = Field(None, ge=1)
+    """Use only the first N items."""
+    model: str | None = None
+    """litellm model string; None means $DEBATEKIT_MODEL or the embedded local model."""
+    params: dict[str, Any] = {}
+    """Protocol parameters (agents, rounds, ...), validated against the protocol."""
+    seed: int = 0
+    """Base seed; every call gets a seed derived from it, the item, the agent and the round."""
+    seeds: int = Field(1, ge=1)
+    """Run each item under this many seeds (seed, seed+1, ...); intervals resample items, then seeds."""
+    concurrency: int = Field(4, ge=1)
+    """Debates (items) run at once."""
+    max_calls_in_flight: int | None = Field(None, ge=1)
+    """Model calls in flight per model; None: per provider default."""
+    call_timeout: float | None = Field(None, gt=0)
+    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `model_kinds.policy(model).call_timeout`)."""
+    round_timeout: float | None = Field(None, gt=0)
+    """Seconds per parallel phase; unfinished agents are cut off and logged."""
+    debate_timeout: float | None = Field(None, gt=0)
+    """Seconds per debate; the debate stops with reason `timeout`."""
+    token_budget: int | None = Field(None, ge=1)
+    """Completion tokens per debate; the debate stops with reason `budget`."""
+    max_tokens: int | None = Field(None, ge=1)
+    """Completion tokens per call; None: the reply's own default (a free-text answer's is chosen per
+    answer kind from measured reply lengths, `answers.REPLY_TOKENS`), else 512."""
+    cache: bool = True
+    """Reuse cached replies; a re-run of the same config makes zero model calls."""
+    model_options: dict[str, dict[str, Any]] = {}
+    """Extra litellm arguments per model string (api_base, ...); credentials never traced."""
+    api_base: str | None = None
+    """Base URL of an OpenAI-compatible server for `model` (vLLM, llama.cpp, Ollama, `debatekit serve`)."""
+    api_key_env: str | None = None
+    """Name of the environment variable holding the API key for `model`; the key itself is never stored."""
+
+    @property
+    def run_model(self) -> str:
+        """The model this run calls: `model`, or the default one ($DEBATEKIT_MODEL, else the embedded model)."""
+        from debatekit.models.kinds import default_model
+
+        return self.model or default_model()
+
+
+
+
+class CallEvent(BaseModel):
+    """One logical model call: one line of events.jsonl."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    debate_id: str
+    item_id: str
+    round: int | None
+    phase: str
+    agent: str
+    model: str
+    prompt_hash: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached_tokens: int = 0
+    """Prompt tokens the provider reused from its prompt cache (local engine, OpenAI)."""
+    prompt_seconds: float = 0.0
+    """Engine seconds spent on the prompt tokens not reused (local engine; 0 when unknown)."""
+    generation_seconds: float = 0.0
+    """Engine seconds spent generating the reply (local engine; 0 when unknown)."""
+    latency_s: float
+    cost: float | None
+    calls: int
+    cache_hit: bool
+    faults: list[str]
+    parse_failures: int
+    retries: int
+    output: Any = None
+    text: str = ""
+    error: str | None = None
+    error_kind: str | None = None
+    ts: float
+    messages: list[dict] | None = None
+    """The messages the agent was shown (None in runs recorded before they were kept)."""
+
+
+class RoundRecord(BaseModel):
+    """What each agent answered in one round, plus protocol-specific round data."""
+
+    round: int
+    answers: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+
+
+class Usage(BaseModel):
+    calls: int = 0
+    provider_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cache_hits: int = 0
+    parse_failures: int = 0
+    cut_off: int = 0
+    """Parse failures of replies cut off at the token limit (counted in `parse_failures` too)."""
+    looped: int = 0
+    """Parse failures of replies stopped while repeating themselves (counted in `parse_failures` too)."""
+    retries: int = 0
+    timeouts: int = 0
+    errors: int = 0
+
+
+class Verdict(BaseModel):
+    """What a protocol decides about one debate: the fields a protocol returns (`engine.Outcome`)
+    and a debate record keeps, defined once."""
+
+    final_answer: Any = None
+    correct: bool | None = None
+    score: float | None = None
+    converged: bool | None = None
+    needs_human_review: bool = False
+    escalation_reason: str | None = None
+    escalated_to: str | None = None
+    """council, human, ... or None (not escalated); human whenever human review is needed and the
+    protocol named no target (also for records written before the field existed)."""
+    output: dict[str, Any] = {}
+
+
+class DebateRecord(Verdict):
+    """One finished (or explicitly failed) debate over one item: one line of debates.jsonl."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    debate_id: str
+    item_id: str
+    protocol: str
+    seed: int | None = None
+    """The run seed this debate ran under (one of `seed .. seed+seeds-1`); None in older records."""
+    status: Literal["ok", "degraded", "error", "failed"]
+    """ok; degraded: an answer although some calls failed (scored); error: no answer because calls
+    failed or timed out (not scored, `error` holds the first message); failed: the protocol raised."""
+    error: str | None = None
+    rounds: list[RoundRecord] = []
+    truth: Any = None
+    stop_reason: str | None = None
+    usage: Usage = Usage()
+    wall_s: float = 0.0
+    log: list[str] = []
+
+    @property
+    def answered(self) -> bool:
+        """Whether the debate counts as the model's answer (scored): ok or degraded."""
+        return self.status in ANSWERED
+
+    @model_validator(mode="after")
+    def _human_review_is_an_escalation(self) -> DebateRecord:
+        if self.escalated_to is None and self.needs_human_review:
+            self.escalated_to = "human"
+        return self
+
+
+class DatasetInfo(BaseModel):
+    name: str
+    path: str
+    sha256: str
+    items: int
+
+
+class RunRecord(BaseModel):
+    """run.json: what ran, on what, from which code, and how it went."""
+
+    schema_version: int = SCHEMA_VERSION
+    run_id: str
+    created: str
+    finished: str | None = None
+    status: Literal["running", "complete", "interrupted", "failed"] = "running"
+    debatekit_version: str
+    git_commit: str | None = None
+    config: RunConfig
+    config_hash: str
+    model: str
+    dataset: DatasetInfo
+    summary: dict[str, Any] = {}
+    reason: str | None = None
+    """Why an interrupted run stopped (a signal, a failed write), when it did not complete."""
+    protocol_source: dict[str, Any] | None = None
+    """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
+    package and its version, or a file and its sha256; None in runs recorded before it was kept."""

@@ -1,0 +1,208 @@
+"""Run folders: `run.json`, `events.jsonl`, `debates.jsonl`, written so a killed run loses nothing.
+
+`run.json` is replaced atomically (write to a temporary file, then rename). The two JSONL
+files are appended one whole line per `write` on an O_APPEND descriptor, so a line is either
+there or not; a torn last line from a kill is ignored when reading. `--resume` reads
+`debates.jsonl` and skips the items that finished.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import subprocess
+import tempfile
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator
+
+from pydantic import BaseModel, ValidationError
+
+from debatekit._base.validation import first_error
+from debatekit.records.schemas import DebateRecord, RunRecord
+
+RUN_FILE, EVENTS_FILE, DEBATES_FILE = "run.json", "events.jsonl", "debates.jsonl"
+
+
+class RunFolderError(ValueError):
+    """A run folder cannot be created or resumed; the message says why."""
+
+
+class TraceWriteError(OSError):
+    """Writing the run folder failed (disk full, file too large): the run stops, it is no item's fault."""
+
+
+def as_write_error(exc: BaseException) -> TraceWriteError | None:
+    """A full disk or file size limit hit by any write of a run (a per-item file, say), as a TraceWriteError."""
+    if isinstance(exc, TraceWriteError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
+        return TraceWriteError(f"cannot write {exc.filename or 'the run folder'}: {exc.strerror}")
+    return None
+
+
+def item_folder_name(item_id: str) -> str:
+    """The folder of an item under `items/`: the id itself when it is a safe file name, else a safe
+    slug plus a short hash of the id, so that two ids never share a folder and none leaves `items/`."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in item_id)[:80]
+    if slug == item_id and slug.strip("."):
+        return slug
+    return f"{slug.strip('.') or 'item'}-{hashlib.sha256(item_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def git_commit(cwd: Path | None = None) -> str | None:
+    """The commit of the debatekit checkout, if it is a git checkout."""
+    where = cwd or Path(__file__).resolve().parent
+    try:
+        done = subprocess.run(["git", "rev-parse", "HEAD"], cwd=where, capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def write_json_atomic(path: Path, data: BaseModel | dict) -> None:
+    """Write JSON to `path` so that readers see the old or the new file, never half of one."""
+    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2, default=str)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def read_jsonl(path: Path) -> Iterator[dict]:
+    """Complete JSON lines of a file; a torn or corrupt line (from a kill) is skipped."""
+    return (row for _, row in read_jsonl_numbered(path))
+
+
+def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, row) of each complete JSON line of a file, as `read_jsonl`."""
+    if not path.exists():
+        return
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for number, line in enumerate(f, start=1):
+            if not line.endswith("\n"):
+                continue
+            try:
+                yield number, json.loads(line)
+            except json.JSONDecodeError:
+                continue
+
+
+def _write_line(fd: int, data: bytes, path: Path) -> None:
+    """Append `data` whole or not at all: a short write (file size limit, full disk) is cut back."""
+    size = os.fstat(fd).st_size
+    try:
+        written = os.write(fd, data)
+    except OSError as exc:
+        raise TraceWriteError(f"cannot write {path}: {exc.strerror}") from exc
+    if written < len(data):
+        os.ftruncate(fd, size)
+        raise TraceWriteError(f"cannot write {path}: the disk is full or the file size limit was reached")
+
+
+def _ends_torn(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
+
+
+class RunFolder:
+    """One run's folder on disk."""
+
+    def __init__(self, path: Path | str):
+        self.path = Path(path)
+        self._fds: dict[str, int] = {}
+
+    @property
+    def exists(self) -> bool:
+        return (self.path / RUN_FILE).exists()
+
+    def read_run(self) -> RunRecord:
+        try:
+            return RunRecord.model_validate_json((self.path / RUN_FILE).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise RunFolderError(f"{self.path / RUN_FILE} cannot be read: {exc}") from exc
+
+    def write_run(self, record: RunRecord) -> None:
+        self.path.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(self.path / RUN_FILE, record)
+
+    def create(self) -> None:
+        """Make the folder, failing with a one-line reason (before anything is written in it).
+
+        Raises:
+            RunFolderError: the path is a file, or the folder cannot be made there.
+        """
+        if self.path.exists() and not self.path.is_dir():
+            raise RunFolderError(f"run folder {self.path} is an existing file, not a folder")
+        try:
+            self.path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RunFolderError(f"cannot create run folder {self.path}: {exc.strerror}") from exc
+
+    def append(self, name: str, record: BaseModel) -> None:
+        """Append one record as one line (a single write on an O_APPEND descriptor)."""
+        if name not in self._fds:
+            self.path.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            if _ends_torn(fd):  # a killed run left half a line: end it so the next line stands alone
+                os.write(fd, b"\n")
+            self._fds[name] = fd
+        _write_line(self._fds[name], (record.model_dump_json() + "\n").encode("utf-8"), self.path / name)
+
+    def debates(self) -> list[DebateRecord]:
+        """Finished debates, the last record per item and seed (a resumed item supersedes its failure).
+
+        Raises:
+            RunFolderError: a line that is not a debate record, named by file and line.
+        """
+        latest: dict[tuple, DebateRecord] = {}
+        path = self.path / DEBATES_FILE
+        for number, row in read_jsonl_numbered(path):
+            try:
+                record = DebateRecord.model_validate(row)
+            except ValidationError as exc:
+                field, message = first_error(exc, default="row")
+                raise RunFolderError(f"{path}: line {number}, field {field!r}: {message}") from exc
+            if record.seed is not None:  # supersedes a record written before seeds were recorded
+                latest.pop((record.item_id, None), None)
+            latest[record.item_id, record.seed] = record
+        return list(latest.values())
+
+    def prune_unfinished(self) -> int:
+        """Drop the events of debates that never finished (cut off by a stop), before a resume
+        re-runs their items, so that every call is counted once. Returns how many were dropped."""
+        finished = {row.get("debate_id") for row in read_jsonl(self.path / DEBATES_FILE)}
+        path = self.path / EVENTS_FILE
+        if not path.exists():
+            return 0
+        kept, dropped = [], 0
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            for line in f:
+                try:
+                    keep = line.endswith("\n") and json.loads(line).get("debate_id") in finished
+                except (json.JSONDecodeError, AttributeError):
+                    keep = False
+                if keep:
+                    kept.append(line)
+                else:
+                    dropped += 1
+        if dropped:
+            fd, tmp = tempfile.mkstemp(dir=self.path, prefix=f".{EVENTS_FILE}.")
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogateescape") as f:
+                f.writelines(kept)
+            os.replace(tmp, path)
+        return dropped
+
+    def events(self) -> list[dict]:
+        return list(read_jsonl(self.path / EVENTS_FILE))
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()

@@ -1,0 +1,103 @@
+"""Debate or vote from one society_of_mind run, and the power helper, checked against hand counts."""
+
+import math
+
+import pytest
+
+from debatekit.analysis import load_runs
+from debatekit.analysis.decompose import decompose, decomposition
+from debatekit.analysis.paired import mcnemar_exact
+from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power
+from debatekit.records.schemas import RunConfig
+from debatekit.runner import run
+from tests.protocols.test_society_of_mind import script
+
+# truths: q1 10, q2 20, q3 30; agents answer by (item, round)
+TABLE = {
+    ("q1", 1): [10, 11, 11], ("q1", 2): [11, 11, 12], ("q1", 3): [11, 11, 11],  # single right, debate talks it out
+    ("q2", 1): [21, 20, 20], ("q2", 2): [20, 20, 20], ("q2", 3): [20, 20, 20],  # vote fixes single
+    ("q3", 1): [31, 32, 30], ("q3", 2): [30, 30, 32], ("q3", 3): [30, 30, 30],  # debate fixes a wrong vote
+}
+
+
+@pytest.fixture
+def tables(tmp_path, arithmetic_file, model_from):
+    model = model_from(script(TABLE))
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model,
+                  params={"agents": 3, "rounds": 3, "stop_on_agreement": False}), tmp_path / "som", progress=False)
+    return load_runs([tmp_path / "som"])
+
+
+def test_one_run_gives_single_vote_and_debate_per_item(tables):
+    frame = decompose(tables).set_index(["item_id", "config"])["correct"]
+    assert frame.loc["q1"].to_dict() == {"single": True, "vote@1": False, "debate@2": False, "debate@3": False}
+    assert frame.loc["q2"].to_dict() == {"single": False, "vote@1": True, "debate@2": True, "debate@3": True}
+    assert frame.loc["q3"].to_dict() == {"single": False, "vote@1": False, "debate@2": True, "debate@3": True}
+    agreement = decompose(tables).drop_duplicates("item_id").set_index("item_id")["agreement"]
+    assert agreement.to_dict() == {"q1": 2 / 3, "q2": 2 / 3, "q3": 1 / 3}  # q3: a three-way tie
+
+
+def test_costs_grow_with_the_rounds_a_configuration_reads(tables):
+    cost = decompose(tables).query("item_id == 'q1'").set_index("config")["completion_tokens"]
+    assert 0 < cost["single"] < cost["vote@1"] < cost["debate@2"] < cost["debate@3"]
+    assert cost["vote@1"] == pytest.approx(3 * cost["single"], rel=0.5)
+
+
+def test_paired_differences_of_the_decomposition(tables):
+    rows = decomposition(tables, n_boot=200).set_index(["config", "baseline"])
+    vote = rows.loc[("vote@1", "single")]
+    assert vote["difference"] == pytest.approx(0.0) and (vote["only_config"], vote["only_baseline"]) == (1, 1)
+    debate = rows.loc[("debate@3", "vote@1")]
+    assert debate["difference"] == pytest.approx(1 / 3) and (debate["only_config"], debate["only_baseline"]) == (1, 0)
+    assert debate["p_mcnemar"] == 1.0 and debate["pairs"] == 3
+    assert rows.loc[("debate@2", "single")]["difference"] == pytest.approx(1 / 3)
+
+
+def test_mcnemar_exact_on_a_hand_counted_table():
+    # 10 pairs only the first right, 2 only the second: two-sided binomial p = 2 * (1 + 12 + 66) / 4096
+    assert mcnemar_exact(10, 2) == pytest.approx(158 / 4096)
+    assert mcnemar_exact(0, 0) == 1.0
+
+
+def test_power_of_the_exact_test_at_the_edges_a_hand_count_gives():
+    # every pair discordant and all favour one side: n = 5 gives p = 2/32 > 0.05 (never rejects),
+    # n = 6 gives p = 2/64 < 0.05 (always rejects)
+    assert mcnemar_power(5, 1.0, 1.0) == 0.0 and mcnemar_power(6, 1.0, 1.0) == pytest.approx(1.0)
+    assert mcnemar_power(100, 0.3, 0.0) <= 0.05  # no true difference: at most the test's size
+
+
+def test_power_matches_a_brute_force_sum_over_all_outcomes():
+    from scipy.stats import multinomial
+
+    n, discordance, difference = 12, 0.5, 0.3
+    p10, p01 = (discordance + difference) / 2, (discordance - difference) / 2
+    brute = sum(multinomial.pmf([a, b, n - a - b], n, [p10, p01, 1 - discordance])
+                for a in range(n + 1) for b in range(n + 1 - a) if mcnemar_exact(a, b) <= 0.05)
+    assert mcnemar_power(n, discordance, difference) == pytest.approx(brute, abs=1e-9)
+
+
+def test_detectable_difference_and_items_needed_agree_with_the_normal_approximation():
+    from scipy.stats import norm
+
+    def connor(d, pd):  # Connor (1987): items for 80% power at alpha 0.05
+        return (norm.ppf(0.975) * math.sqrt(pd) + norm.ppf(0.8) * math.sqrt(pd - d * d)) ** 2 / d ** 2
+
+    found = detectable_difference(100, 0.25)
+    assert 0.12 < found < 0.18 and connor(found, 0.25) == pytest.approx(100, rel=0.25)
+    needed = items_needed(0.05, 0.25)
+    assert needed == pytest.approx(connor(0.05, 0.25), rel=0.1)
+    assert mcnemar_power(needed, 0.25, 0.05) >= 0.8
+    assert detectable_difference(10, 0.05) is None  # ten items with rare disagreement detect nothing
+
+
+def test_the_run_table_of_a_society_of_mind_run_prints_the_decomposition(tmp_path, arithmetic_file, capsys):
+    from debatekit.cli.app import main
+    from debatekit.models import scripted
+
+    scripted.register("decompose-cli", fn=script(TABLE))
+    assert main(["run", "society_of_mind", "--dataset", str(arithmetic_file), "--model", "scripted/decompose-cli",
+                 "--rounds", "3", "--set", "stop_on_agreement=false", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "debate or vote, inside this run" in out
+    line = next(line for line in out.splitlines() if line.startswith("debate@3") and "vote@1" in line)
+    assert "0.67 vs 0.33" in line and "+0.33" in line

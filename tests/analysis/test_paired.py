@@ -1,0 +1,132 @@
+"""Paired comparisons: known per-item correctness gives the exact difference, a covering interval,
+and the McNemar p-value of a table computed by hand; the CLI prints them (issue 13)."""
+
+from __future__ import annotations
+
+import json
+from math import comb
+
+import pytest
+
+from debatekit import analysis
+from debatekit.analysis import plots
+from debatekit.cli.app import main
+from debatekit.models import scripted
+from tests.conftest import answer
+
+N = 200
+A_RIGHT = set(range(0, 120))                        # 60%
+B_RIGHT = set(range(0, 100)) | set(range(120, 170))  # 75%; both right on 0..99
+ONLY_A, ONLY_B = len(A_RIGHT - B_RIGHT), len(B_RIGHT - A_RIGHT)  # 20, 50
+
+
+def dataset(tmp_path):
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
+                            for i in range(N)))
+    return str(path)
+
+
+def right_on(name: str, right: set[int], fail: set[int] = frozenset()) -> str:
+    def reply(req):
+        i = int(req.item_id[1:])
+        if i in fail:
+            return scripted.Fault("bad_request", "rejected")
+        return answer(i if i in right else -1)
+
+    return scripted.register(name, fn=reply)
+
+
+def hand_mcnemar(only_a: int, only_b: int) -> float:
+    """Exact two-sided McNemar: twice the binomial(n, 1/2) tail of the smaller discordant count."""
+    n, k = only_a + only_b, min(only_a, only_b)
+    return min(1.0, 2 * sum(comb(n, i) for i in range(k + 1)) / 2**n)
+
+
+def run_two(tmp_path, capsys, model_b: str) -> tuple:
+    data = dataset(tmp_path)
+    a = right_on("paired-a", A_RIGHT)
+    for name, model in (("a", a), ("b", model_b)):
+        assert main(["run", "single", "--dataset", data, "--model", model, "--out", str(tmp_path / name),
+                     "--quiet", "--no-cache", "--concurrency", "16"]) == 0
+    capsys.readouterr()
+    return tmp_path / "a", tmp_path / "b"
+
+
+def test_known_correctness_gives_the_exact_difference_interval_and_mcnemar(tmp_path, capsys):
+    a, b = run_two(tmp_path, capsys, right_on("paired-b", B_RIGHT))
+    tables = analysis.load_runs([a, b])
+    frame = tables.debates.assign(config=tables.debates["model"])
+    table = analysis.compare(frame, baseline="scripted/paired-a", by="config")
+    row = table.iloc[0]
+    assert (row.config, row.pairs, row.left_out, row.seeds) == ("scripted/paired-b", N, 0, 1)
+    assert row.accuracy == 0.75 and row.baseline_accuracy == 0.60
+    assert row.difference == pytest.approx(0.15)
+    assert row.low < 0.15 < row.high and row.low > 0  # 70 discordant pairs, 50 of them for B
+    assert (row.only_config, row.only_baseline) == (ONLY_B, ONLY_A) == (50, 20)
+    assert row.p_mcnemar == pytest.approx(hand_mcnemar(ONLY_A, ONLY_B), rel=1e-9)
+    assert row.p_mcnemar < 0.001
+
+    assert main(["compare", str(a), str(b)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("paired against single ")  # both runs are `single`: labelled by run id
+    line = next(x for x in out.splitlines() if "+0.15 [" in x)
+    assert " 200 " in line and " 50 " in line and " 20 " in line and f"{hand_mcnemar(20, 50):.3g}" in line
+
+    fig = plots.paired_difference(table)
+    (bar,) = [t for t in fig.data if t.type == "scatter"]
+    assert list(bar.x) == [pytest.approx(0.15)] and list(bar.y) == ["scripted/paired-b"]
+    assert list(bar.error_x.array) == [pytest.approx(row.high - 0.15)]
+    assert list(bar.error_x.arrayminus) == [pytest.approx(0.15 - row.low)]
+    assert any(shape.x0 == 0 and shape.x1 == 0 for shape in fig.layout.shapes)  # zero marked
+
+
+def test_items_where_either_side_failed_are_left_out_of_the_pair_and_counted(tmp_path, capsys):
+    failing = set(range(190, 200))  # both wrong anyway: leaving them out changes the accuracies only
+    a, b = run_two(tmp_path, capsys, right_on("paired-b-fails", B_RIGHT, fail=failing))
+    tables = analysis.load_runs([a, b])
+    row = analysis.compare(tables.debates.assign(config=tables.debates["model"]), by="config").iloc[0]
+    assert (row.pairs, row.left_out) == (N - 10, 10)
+    assert row.accuracy == pytest.approx(150 / 190) and row.baseline_accuracy == pytest.approx(120 / 190)
+    assert (row.only_config, row.only_baseline) == (50, 20)
+
+
+def test_run_of_several_protocols_prints_each_against_the_first(tmp_path, capsys):
+    model = right_on("paired-all", set(range(0, N, 2)))
+    assert main(["run", "single", "self_consistency", "society_of_mind", "--dataset", dataset(tmp_path),
+                 "--limit", "20", "--model", model, "--out", str(tmp_path / "runs"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("paired against single"):]
+    rows = {line.split()[0]: line for line in block.splitlines()[3:]}
+    assert set(rows) == {"self_consistency", "society_of_mind"}
+    # the same model answers the same items right whatever the protocol: no discordant pair
+    assert all(" +0.00 [+0.00, +0.00] " in line and " 1 " in line for line in rows.values())
+
+
+def test_compare_refuses_a_baseline_that_is_not_there(tmp_path, capsys):
+    a, b = run_two(tmp_path, capsys, right_on("paired-b2", B_RIGHT))
+    assert main(["compare", str(a), str(b), "--baseline", "nope"]) == 2
+    assert "baseline 'nope' is not among" in capsys.readouterr().err
+
+
+def test_run_labels_add_parameters_only_where_two_runs_share_a_protocol():
+    from types import SimpleNamespace as NS
+
+    from debatekit.analysis.paired import run_labels
+
+    def record(run_id, protocol, params):
+        return NS(run_id=run_id, config=NS(protocol=protocol, params=params))
+
+    labels = run_labels([record("r1", "single", {}), record("r2", "society_of_mind", {"rounds": 2}),
+                         record("r3", "society_of_mind", {"rounds": 3}), record("r4", "self_consistency", {}),
+                         record("r5", "self_consistency", {"samples": 4})])
+    assert labels == {"r1": "single", "r2": "society_of_mind rounds=2", "r3": "society_of_mind rounds=3",
+                      "r4": "self_consistency r4", "r5": "self_consistency samples=4"}
+
+    def limited(run_id, max_tokens):
+        return NS(run_id=run_id, model="m", config=NS(protocol="single", params={"temperature": 0},
+                                                      max_tokens=max_tokens, seed=0))
+
+    assert run_labels([limited("a", 512), limited("b", None)]) == {"a": "single max_tokens=512",
+                                                                   "b": "single max_tokens=default"}
+    assert run_labels([limited("a", 512), limited("b", 512)]) == {"a": "single a", "b": "single b"}

@@ -1,0 +1,118 @@
+"""Plot builders: figures built from small fixture frames, their traces checked."""
+
+import pandas as pd
+
+from debatekit.analysis import plots
+
+
+def trajectory_frame():
+    rows = []
+    for agents in (1, 3):
+        names = ["agent1"] if agents == 1 else ["agent1", "agent2", "agent3"]
+        for r in (1, 2, 3):
+            for name in [*names, "majority"]:
+                score = 0.2 * r + (0.1 if name == "majority" else 0.0)
+                rows.append({"agents": agents, "round": r, "agent": name, "score": score, "low": score - 0.1,
+                             "high": score + 0.1, "n": 10})
+    return pd.DataFrame(rows)
+
+
+def test_score_trajectory_lines_per_agent_and_bands_for_the_aggregate():
+    fig = plots.score_trajectory(trajectory_frame(), by=["agents"])
+    lines = [t for t in fig.data if t.mode == "lines+markers"]
+    bands = [t for t in fig.data if t.fill == "toself"]
+    assert sorted(t.name for t in lines) == sorted(
+        ["agents=1 agent1", "agents=1 majority", "agents=3 agent1", "agents=3 agent2", "agents=3 agent3",
+         "agents=3 majority"])
+    assert len(bands) == 2  # one per aggregate line
+    majority = next(t for t in lines if t.name == "agents=3 majority")
+    assert list(majority.x) == [1, 2, 3] and [round(y, 2) for y in majority.y] == [0.3, 0.5, 0.7]
+    assert majority.line.width == 3
+    band = next(t for t in bands if t.legendgroup == "agents=3 majority")
+    assert [round(y, 2) for y in band.y] == [0.4, 0.6, 0.8, 0.6, 0.4, 0.2]  # upper edge, then lower back
+    assert len(plots.score_trajectory(trajectory_frame(), by=["agents"], agents=False).data) == 4
+
+
+def test_convergence_curve():
+    frame = pd.DataFrame({"round": [1, 2, 3], "converged": [0.2, 0.5, 0.9], "converged_low": [0.0, 0.3, 0.7],
+                          "converged_high": [0.4, 0.7, 1.0], "agreement": [0.6, 0.8, 0.95],
+                          "agreement_low": [0.5] * 3, "agreement_high": [1.0] * 3, "debates": [10] * 3})
+    fig = plots.convergence_curve(frame)
+    names = [t.name for t in fig.data]
+    assert "all debates converged" in names and "all debates agreement rate" in names
+    converged = fig.data[names.index("all debates converged")]
+    assert list(converged.y) == [0.2, 0.5, 0.9]
+    assert fig.data[0].fill == "toself" and list(fig.data[0].y) == [0.4, 0.7, 1.0, 0.7, 0.3, 0.0]
+
+
+def configs():
+    return pd.DataFrame({
+        "protocol": ["society_of_mind"] * 4 + ["single", "self_consistency"],
+        "agents": [1, 1, 3, 3, None, None], "rounds": [1, 2, 1, 2, None, None],
+        "accuracy": [0.4, 0.45, 0.5, 0.7, 0.4, 0.55], "low": [0.2, 0.25, 0.3, 0.5, 0.2, 0.35],
+        "high": [0.6, 0.65, 0.7, 0.9, 0.6, 0.75], "completion_tokens": [100, 200, 300, 600, 100, 300],
+        "label": ["a1 r1", "a1 r2", "a3 r1", "a3 r2", "single", "SC3"]})
+
+
+def test_accuracy_grid_with_baselines():
+    c = configs()
+    debates = c[c["protocol"] == "society_of_mind"]
+    matched = debates.assign(baseline_accuracy=[0.4, 0.55, 0.55, 0.55], baseline_budget=[100, 300, 300, 300],
+                             budget=debates["completion_tokens"])
+    fig = plots.accuracy_grid(debates, single=c.iloc[4], matched=matched)
+    by_name = {t.name: t for t in fig.data}
+    assert list(by_name["agents=3"].x) == [1, 2] and list(by_name["agents=3"].y) == [0.5, 0.7]
+    assert [round(v, 2) for v in by_name["agents=3"].error_y.array] == [0.2, 0.2]
+    assert list(by_name["self-consistency at equal budget (agents=1)"].y) == [0.4, 0.55]
+    # the budget each side actually used: the baseline's and the debate's, per item
+    assert by_name["self-consistency at equal budget (agents=1)"].customdata.tolist() == [[100, 100], [300, 200]]
+    assert list(by_name["single agent"].y) == [0.4, 0.4]
+
+
+def test_cost_accuracy_marks_the_pareto_front():
+    fig = plots.cost_accuracy(configs())
+    by_name = {t.name: t for t in fig.data}
+    front = by_name["Pareto front"]
+    # a1 r1 and single tie at (100, 0.4): neither dominates the other; SC3 dominates a3 r1
+    assert sorted(front.hovertext) == ["SC3", "a1 r1", "a1 r2", "a3 r2", "single"]
+    assert list(by_name["configurations"].hovertext) == ["a3 r1"]
+    # the tied points print one joined label, not two labels over each other
+    printed = [t for t in front.text if t]
+    assert sorted(printed) == ["SC3", "a1 r1 = single", "a1 r2", "a3 r2"]
+    positions = [p for _, p in sorted(zip(front.x, front.textposition))]
+    assert {"top center", "bottom center"} <= set(positions)
+    assert list(by_name["front"].x) == sorted(front.x)
+
+
+def test_flip_flow_sankey():
+    flow = pd.DataFrame({"from_round": [1, 1, 1, 2], "to_round": [2, 2, 2, 3],
+                         "before": ["right", "wrong", "right", "wrong"], "after": ["right", "right", "wrong", "wrong"],
+                         "changed": [False, True, True, False], "count": [5, 3, 1, 2]})
+    fig = plots.flip_flow(flow)
+    sankey = fig.data[0]
+    labels = list(sankey.node.label)
+    assert labels == ["round 1 right", "round 1 wrong", "round 2 right", "round 2 wrong", "round 3 right",
+                      "round 3 wrong"]
+    links = {(labels[s], labels[t]): v for s, t, v in zip(sankey.link.source, sankey.link.target, sankey.link.value)}
+    assert links == {("round 1 right", "round 2 right"): 5, ("round 1 wrong", "round 2 right"): 3,
+                     ("round 1 right", "round 2 wrong"): 1, ("round 2 wrong", "round 3 wrong"): 2}
+
+
+def test_item_answers_marks_truth_and_round():
+    rounds = pd.DataFrame({"agent": ["agent1", "agent2", "agent1", "agent2"], "round": [1, 1, 2, 2],
+                           "answer": [10, 11, 10, 10], "correct": [True, False, True, True]})
+    fig = plots.item_answers(rounds, truth=10, round_marker=2)
+    assert [t.name for t in fig.data] == ["agent1", "agent2", "truth 10"]
+    assert list(fig.data[1].y) == [11, 10] and list(fig.data[1].marker.symbol) == ["x", "circle"]
+    assert fig.layout.shapes[0].x0 == 2
+
+
+def test_cost_labels_take_the_side_where_they_clear_their_neighbours():
+    frame = pd.DataFrame({"completion_tokens": [100, 120, 1000, 1010, 500],
+                          "accuracy": [0.1, 0.1, 0.5, 0.9, 0.1],
+                          "label": ["close one", "close two", "far", "far above", "middle"]})
+    shown, position = plots._point_labels(frame, "completion_tokens", "label")
+    assert list(shown) == list(frame["label"])
+    assert position[0] != position[1]  # 20 tokens apart at the same accuracy: one above, one below
+    assert position[4] == "top center"  # nothing near it
+    assert position[2] == position[3] == "top center"  # close in x, far apart in accuracy

@@ -1,0 +1,103 @@
+"""The study pipeline on a scripted model: study functions on real run folders, and the whole
+`debatekit study` command (sweep, study notebook, report) on a tiny grid."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from debatekit.analysis import study
+from debatekit.cli import app as cli
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
+from debatekit.runner import run
+
+TRUTHS = {"q1": 10, "q2": 20, "q3": 30, "q4": 40}
+
+
+def reply(req):
+    """Round 1: agent1 right on q1 and q2 only, agent2 right on q2 and q3, agent3 wrong everywhere;
+    round 2: everyone takes q3's right answer, and q1's wrong majority; the samples of
+    self_consistency are right on q2 and q4."""
+    truth = TRUTHS[req.item_id]
+    if req.agent.startswith("sample"):
+        right = req.item_id in ("q2", "q4")
+    elif req.round == 1:
+        right = {"agent1": ("q1", "q2"), "agent2": ("q2", "q3"), "agent3": ()}[req.agent].__contains__(req.item_id)
+    else:
+        right = req.item_id in ("q2", "q3")
+    return {"reasoning": f"{req.agent} works it out", "answer": truth if right else truth + 1}
+
+
+@pytest.fixture
+def sweep_dir(tmp_path):
+    model = scripted.register("study-model", fn=reply)
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": k, "question": f"What is {v}?", "answer": v}) + "\n"
+                            for k, v in TRUTHS.items()))
+    for name, protocol, params in (("single", "single", {}),
+                                   ("som", "society_of_mind", {"agents": 3, "rounds": 2, "stop_on_agreement": False}),
+                                   ("sc", "self_consistency", {"samples": 3})):
+        run(RunConfig(protocol=protocol, dataset=str(data), model=model, params={"answer_format": "json", **params}),
+            tmp_path / "study" / name, progress=False)
+    return tmp_path / "study"
+
+
+def test_every_configuration_is_paired_against_single_with_the_decomposition_added(sweep_dir):
+    tables, labels = study.load(sweep_dir)
+    rows = study.paired(tables, labels, "single").set_index("config")
+    assert set(rows.index) == {"society_of_mind", "self_consistency", "society_of_mind vote@1",
+                               "society_of_mind debate@2"}
+    # single (agent1 alone): q1, q2 right; vote@1: q2 (two of three); debate@2: q2, q3
+    assert rows.loc["society_of_mind vote@1", "difference"] == pytest.approx(-0.25)
+    assert rows.loc["society_of_mind debate@2", "accuracy"] == pytest.approx(0.5)
+    assert rows.loc["self_consistency", "accuracy"] == pytest.approx(0.5)
+
+
+def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_dir):
+    tables, labels = study.load(sweep_dir)
+    costs = study.costs(tables, labels).set_index("label")
+    assert costs.loc["single", "calls"] == 1 and costs.loc["society_of_mind", "calls"] == 6
+    assert costs["pareto"].any()
+    against = study.paired(tables, labels, "single")
+    limits = study.rules_out(against)
+    assert set(limits.columns) >= {"discordance", "detectable", "items_for_5_points"}
+    picks = study.turning_points(tables)
+    assert picks["fixed"]["item_id"] == "q3" and picks["broke"] is None
+    assert any("wrong to right" in c for c in picks["fixed"]["changes"])
+    text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0)
+    assert text.startswith("On items:") and "society_of_mind debate@2" in text and "vote@1" in text
+
+
+def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_new_call(tmp_path):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": k, "question": f"What is {v}?", "answer": v}) + "\n"
+                            for k, v in list(TRUTHS.items())[:3]))
+    folder = tmp_path / "studies" / "tiny"
+    folder.mkdir(parents=True)
+    grid = folder / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "parameters": {"dataset": str(data), "model": "scripted/schema", "limit": 3},
+        "points": [{"protocol": "single"},
+                   {"protocol": "society_of_mind", "agents": 3, "rounds": 2, "stop_on_agreement": False},
+                   {"protocol": "self_consistency", "samples": 3}]}))
+    assert cli.main(["study", str(grid), "--quiet"]) == 0
+    notebook, html = folder / "study.ipynb", folder / "report.html"
+    assert notebook.exists() and (folder / "summary.parquet").exists()
+    page = html.read_text()
+    assert "Debate or vote" in page and "vote@1" in page and "On " in page and "plotly" in page
+    first = _conclusion(notebook)
+    events = sorted(folder.rglob("events.jsonl"))
+    before = {p: p.stat().st_size for p in events}
+    assert cli.main(["study", str(grid), "--quiet"]) == 0  # complete: no point re-runs, no call is made
+    assert {p: p.stat().st_size for p in events} == before and _conclusion(notebook) == first
+
+
+def _conclusion(notebook: Path) -> str:
+    cells = json.loads(notebook.read_text())["cells"]
+    outputs = [o for c in cells if c["cell_type"] == "code" and "study.conclusion" in "".join(c["source"])
+               for o in c["outputs"]]
+    return "".join("".join(o.get("text", "")) for o in outputs)

