@@ -88,6 +88,8 @@ class ProtocolSpec:
     "equal_budget" (a non-debate baseline matched to debates at equal token budget), None (a debate)."""
     short: str | None = None
     """Its name in sweep figure labels (default: the name)."""
+    paper: str | None = None
+    """The paper or seed it implements, in a few words (`Du et al. 2023`, `seed 002`)."""
     stop_reasons: dict[str, str] = field(default_factory=dict)
     """Its own stop reasons (name -> meaning), beside the shared `engine.STOP_REASONS`; a debate
     that ends with a reason in neither fails with a ProtocolError."""
@@ -146,14 +148,17 @@ class ProtocolSpec:
         if unknown:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                                 f"parameters: {', '.join(self.params)}")
-        hints = inspect.get_annotations(self.factory, eval_str=True)
-        fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
-        model = create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
         try:
-            return model(**params).model_dump()
+            return self.params_model()(**params).model_dump()
         except ValidationError as exc:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
+
+    def params_model(self) -> type[BaseModel]:
+        """The pydantic model its parameters are validated with (types and constraints from the signature)."""
+        hints = inspect.get_annotations(self.factory, eval_str=True)
+        fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
+        return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
 
     def _rename(self, params: dict[str, Any]) -> dict[str, Any]:
         out = dict(params)
@@ -210,7 +215,7 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
              review: Callable[[Any], list[str]] | None = None,
              debate_report: Callable[[Any, Any], str] | None = None,
              baseline: Literal["single", "equal_budget"] | None = None, short: str | None = None,
-             stop_reasons: dict[str, str] | None = None):
+             stop_reasons: dict[str, str] | None = None, paper: str | None = None):
     """Register a protocol factory under `name`; `item` is the model its dataset rows must fit;
     `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms;
     `node` (optional) lets `debatekit.node` run it over a workflow state; `output` (optional) is
@@ -220,7 +225,8 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
     `debate_report(record, item_folder) -> str` what `debatekit show` prints for one debate;
     `baseline` its role in sweep reports ("single", "equal_budget" or None for a debate);
     `short` its name in sweep figure labels; `stop_reasons` its own stop reasons (name -> meaning)
-    beside the shared `engine.STOP_REASONS`.
+    beside the shared `engine.STOP_REASONS`; `paper` the paper or seed it implements, in a few
+    words (the first column of `debatekit protocols`; its module docstring says the rest).
 
     Shared parameter names: `agents` (the agents' names), `models` (agent name -> model),
     `judge_model` (the model of the judging or arbitrating agent), `rounds` (see `flags`).
@@ -238,7 +244,7 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
             name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
             report=report, node=node, output=output, review=review, renamed=renamed or {}, flags=flags or {},
             debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {},
-            source=dict(source))
+            source=dict(source), paper=paper)
         return factory
 
     return register

@@ -103,7 +103,7 @@ def test_an_installed_packages_entry_point_is_listed_and_runs_end_to_end(tmp_pat
     registry._loaded.discard("plugins")
     assert main(["protocols"]) == 0
     listed = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("echo_pair"))
-    assert "[package pluginpkg 0.3 (echo_pair = pluginpkg.protocols:echo_pair)]" in listed
+    assert "package pluginpkg 0.3 (echo_pair = pluginpkg.protocols:echo_pair)" in listed
     assert main(["run", "echo_pair", "--dataset", "arithmetic", "--limit", "2", "--model", "scripted/schema",
                  "--out", str(tmp_path / "run"), "--quiet"]) == 0
     source = json.loads((tmp_path / "run" / "run.json").read_text())["protocol_source"]

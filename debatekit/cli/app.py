@@ -84,15 +84,13 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
-    protocols = sub.add_parser("protocols", help="list protocols and their parameters")
-    protocols.add_argument("--schema", metavar="NAME", help="print the JSON schema of protocol NAME's output")
     sub.add_parser("datasets", help="list shipped datasets")
     models = sub.add_parser("models", help="list models and their state; `models pull` assembles the local model")
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
     return parser
 
 
-COMMANDS = ("compare", "new", "report", "review", "serve", "show", "study", "sweep")
+COMMANDS = ("protocols", "compare", "new", "report", "review", "serve", "show", "study", "sweep")
 """Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
 
 
@@ -253,22 +251,6 @@ def decomposition_table(tables) -> str:
             "debate@t: the majority after round t):\n" + "\n".join(lines) + "\n\n")
 
 
-def cmd_protocols(args) -> int:
-    from debatekit import registry
-
-    if args.schema:
-        spec = registry.get(args.schema)
-        if spec.output is None:
-            raise ValueError(f"protocol {args.schema!r} declares no output schema")
-        print(json.dumps(spec.output.model_json_schema(), indent=2))
-        return 0
-    for name, spec in registry.available().items():
-        params = ", ".join(f"{k}={v!r}" for k, v in spec.defaults().items())
-        origin = "" if spec.source["kind"] == "builtin" else f"  [{registry.describe(spec.source)}]"
-        print(f"{name:20} {spec.description}{origin}\n{'':20} {params}")
-    return 0
-
-
 def cmd_datasets(args) -> int:
     from debatekit import datasets
 
@@ -327,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.registry import ProtocolError
 
     parser = build_parser()
-    handler = {"run": cmd_run, "protocols": cmd_protocols, "datasets": cmd_datasets, "models": cmd_models}
+    handler = {"run": cmd_run, "datasets": cmd_datasets, "models": cmd_models}
     sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     for module in command_modules():
         handler.update(module.add(sub))

@@ -12,7 +12,7 @@ from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, Ans
 from debatekit.registry import protocol
 
 
-@protocol("single", baseline="single")
+@protocol("single", paper="baseline", baseline="single")
 def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
            persona: str | None = None):
     """One agent answers once."""
@@ -29,7 +29,7 @@ def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format:
     return run
 
 
-@protocol("self_consistency", baseline="equal_budget", short="SC")
+@protocol("self_consistency", paper="Wang et al. 2022", baseline="equal_budget", short="SC")
 def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: float = 0.7,
                      answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT):
     """k independent samples of one agent, majority vote (Wang et al. 2022)."""

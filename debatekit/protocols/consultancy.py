@@ -77,7 +77,8 @@ def consultancy_report(path) -> str:
     return "\n".join(line for line in lines if line)
 
 
-@protocol("consultancy", item=EvidenceItem, output=ConsultancyOutput, report=consultancy_report, short="cons")
+@protocol("consultancy", paper="Khan et al. 2024", item=EvidenceItem, output=ConsultancyOutput,
+          report=consultancy_report, short="cons")
 def consultancy(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     interactive: bool = True,

@@ -73,7 +73,7 @@ class SocietyOutput(BaseModel):
                                                        "it reads.")
 
 
-@protocol("society_of_mind", output=SocietyOutput, short="SoM")
+@protocol("society_of_mind", paper="Du et al. 2023", output=SocietyOutput, short="SoM")
 def society_of_mind(
     agents: Agents = 3,
     rounds: Annotated[int, Field(ge=1, le=10)] = 2,

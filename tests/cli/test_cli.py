@@ -162,3 +162,30 @@ def test_the_local_engine_counts_generations_still_running_on_its_threads(monkey
     release.set()
     worker.join()
     assert engine.in_flight == 0 and not local.busy()
+
+
+def test_protocols_is_a_table_of_name_paper_and_one_line(capsys):
+    from debatekit import registry
+
+    assert main(["protocols"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["name", "paper", "or", "seed", "what", "it", "does"]
+    rows = {line.split()[0]: line for line in lines[2:] if line and not line.startswith(" ")}
+    assert set(registry.available()) <= set(rows)
+    assert "Du et al. 2023" in rows["society_of_mind"] and "seed 002" in rows["patch_debate"]
+    assert all(spec.paper for spec in registry.available().values() if spec.source["kind"] == "builtin")
+
+
+def test_protocols_name_lists_each_parameter_with_its_default_and_type(capsys):
+    assert main(["protocols", "society_of_mind"]) == 0
+    out = capsys.readouterr().out
+    assert "paper or seed: Du et al. 2023" in out
+    rounds = next(line for line in out.splitlines() if line.startswith("rounds "))
+    assert rounds.split() == ["rounds", "2", "integer", "1..10", "(set", "by", "--rounds)"]
+    assert main(["protocols", "mad"]) == 0 and "--rounds" in capsys.readouterr().out
+
+
+def test_protocols_with_an_unknown_name_is_one_line(capsys):
+    assert main(["protocols", "nope"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "unknown protocol 'nope'" in err[0]

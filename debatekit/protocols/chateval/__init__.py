@@ -81,7 +81,7 @@ class ChatEvalOutput(BaseModel):
     """The summarizer's running summary after each round but the last (simultaneous_summarizer)."""
 
 
-@protocol("chateval", output=ChatEvalOutput, short="ChatEval")
+@protocol("chateval", paper="Chan et al. 2023", output=ChatEvalOutput, short="ChatEval")
 def chateval(
     agents: Agents = 3,
     rounds: Annotated[int, Field(ge=1, le=10)] = 2,

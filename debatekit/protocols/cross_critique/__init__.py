@@ -154,8 +154,8 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
     return {**state, "debate": result, "needs_human_review": outcome.needs_human_review}
 
 
-@protocol("cross_critique", item=LegalItem, node=Node(_node_item, _node_result), output=CrossCritiqueOutput,
-          renamed={"personas": "agents"}, flags={"agents": None}, review=review_lines)
+@protocol("cross_critique", paper="seed 000", item=LegalItem, node=Node(_node_item, _node_result),
+          output=CrossCritiqueOutput, renamed={"personas": "agents"}, flags={"agents": None}, review=review_lines)
 def cross_critique(
     agents: list[str] = ["NLA", "ALA"],
     persona_prompts: dict[str, str] = {},

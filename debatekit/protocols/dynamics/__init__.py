@@ -50,7 +50,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
     return {**state, "debate": result, "needs_human_review": outcome.needs_human_review}
 
 
-@protocol("dynamics", item=Decision, node=Node(_node_item, _node_result),
+@protocol("dynamics", paper="seed 003", item=Decision, node=Node(_node_item, _node_result),
           output=DynamicsOutput,
           renamed={"roles": "agents"}, flags={"agents": None, "rounds": "max_rounds"},
           stop_reasons={"single_agent": "one agent answered alone (routed that way)",

@@ -86,7 +86,8 @@ class DebateOutput(JudgedOutput):
     """Arguments that could not be read ("round 2 debater_b")."""
 
 
-@protocol("judged_debate", item=EvidenceItem, output=DebateOutput, report=order_report, short="JD")
+@protocol("judged_debate", paper="Khan et al. 2024", item=EvidenceItem, output=DebateOutput, report=order_report,
+          short="JD")
 def judged_debate(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     turns: Literal["simultaneous", "sequential"] = "simultaneous",

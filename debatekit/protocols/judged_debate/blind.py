@@ -23,8 +23,8 @@ from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import protocol
 
 
-@protocol("blind_judge", item=EvidenceItem, output=JudgedOutput, report=order_report, baseline="single",
-          short="blind")
+@protocol("blind_judge", paper="Khan et al. 2024 (baseline)", item=EvidenceItem, output=JudgedOutput,
+          report=order_report, baseline="single", short="blind")
 def blind_judge(
     judge_model: str | None = None,
     both_orders: bool = True,

@@ -77,7 +77,7 @@ class MadOutput(BaseModel):
     """The deciding reply's reasoning (the moderator's or the judge's)."""
 
 
-@protocol("mad", output=MadOutput, short="MAD",
+@protocol("mad", paper="Liang et al. 2023", output=MadOutput, short="MAD",
           stop_reasons={"moderator": "the moderator preferred one answer and ended the debate with it"})
 def mad(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,

@@ -89,7 +89,7 @@ class ReconcileOutput(BaseModel):
     """Agent -> ids of the training items shown to it as convincing samples (empty when off)."""
 
 
-@protocol("reconcile", output=ReconcileOutput, short="ReC")
+@protocol("reconcile", paper="Chen et al. 2023", output=ReconcileOutput, short="ReC")
 def reconcile(
     agents: Agents = 3,
     models: Models = [],
