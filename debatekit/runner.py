@@ -165,15 +165,15 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     return RunResult(folder.path, record, debates)
 
 
-def run(config: RunConfig, out: Path | str | None = None, **kwargs) -> RunResult:
+def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunResult:
     """Run a protocol over a dataset (blocking; also works inside Jupyter's running loop).
 
     Args:
         config: what to run.
         out: run folder; default `runs/<time>-<protocol>-<dataset>-<id>`.
-        resume: continue the run in `out`, skipping items that finished.
-        progress: show a progress bar (tqdm.auto: a widget in notebooks).
-        gateway: a gateway to share across runs (default: a new one with the disk cache).
+        **kwargs: passed to `arun`: `resume` (continue the run in `out`, skipping items that
+            finished), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
+            (one to share across runs; default a new one with the disk cache).
 
     Raises:
         registry.ProtocolError, datasets.DatasetError, RunFolderError: bad input, named.

@@ -21,3 +21,18 @@ def test_readme_opens_with_two_commands():
 
 def test_ci_runs_the_readme_test_command():
     assert readme_commands()[1] in (ROOT / ".ci" / "run").read_text().splitlines()
+
+
+def test_readme_is_a_first_five_minutes_page():
+    text = (ROOT / "README.md").read_text()
+    assert len(text.splitlines()) <= 200
+    assert "commit `" not in text  # measurement histories live in the docs' results pages
+
+
+def test_readme_protocol_table_names_every_builtin_protocol_with_its_paper():
+    from debatekit import registry
+
+    rows = {line.split("|")[1].strip(" `"): line.split("|")[2].strip()
+            for line in (ROOT / "README.md").read_text().splitlines() if line.startswith("| `")}
+    builtin = {name: spec.paper for name, spec in registry.available().items() if spec.source["kind"] == "builtin"}
+    assert {name: rows.get(name) for name in builtin} == builtin

@@ -16,6 +16,8 @@ or PNG (kaleido).
 
 from __future__ import annotations
 
+from typing import Any
+
 import pandas as pd
 import plotly.graph_objects as go
 from plotly.colors import qualitative
@@ -229,7 +231,7 @@ def flip_flow(frame: pd.DataFrame, title: str = "Answer flips between rounds") -
     return fig
 
 
-def item_answers(rounds: pd.DataFrame, truth=None, round_marker: int | None = None,
+def item_answers(rounds: pd.DataFrame, truth: Any = None, round_marker: int | None = None,
                  title: str = "Answers per round") -> go.Figure:
     """One item's debate: each agent's answer per round (numbers as lines, else as text), the truth as a line.
 

@@ -1,0 +1,90 @@
+"""Pages the documentation builds from the code and the committed runs (mkdocs `hooks:`).
+
+- one reference page per registered protocol, and the protocols' index, from the registry through
+  the functions `debatekit protocols` prints with (`debatekit.cli.protocols`): a new protocol gets
+  its page without anyone writing one;
+- (the committed executed notebooks are rendered by mkdocs-jupyter from `docs/notebooks/`, whose
+  files are links to them);
+- the figures of committed runs (`results/examples/*.png`) under `figures/`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _protocols():
+    sys.path.insert(0, str(ROOT))
+    from debatekit import registry
+    from debatekit.cli import protocols
+
+    return registry, protocols
+
+
+def on_config(config):
+    """Put one nav entry per protocol under "Protocols", after its index."""
+    registry, _ = _protocols()
+    pages = [{"Overview": "protocols/index.md"}] + [{name: f"protocols/{name}.md"} for name in registry.available()]
+    for i, entry in enumerate(config.nav):
+        if isinstance(entry, dict) and "Protocols" in entry:
+            config.nav[i] = {"Protocols": pages}
+    return config
+
+
+def on_files(files, config):
+    registry, protocols = _protocols()
+    files.append(File.generated(config, "protocols/index.md", content=index_page(protocols.overview())))
+    for name, spec in registry.available().items():
+        files.append(File.generated(config, f"protocols/{name}.md", content=protocol_page(spec, protocols)))
+    for png in sorted((ROOT / "results" / "examples").glob("*.png")):
+        files.append(File.generated(config, f"figures/{png.name}", abs_src_path=str(png)))
+    return files
+
+
+def index_page(rows: list[dict]) -> str:
+    lines = ["# Protocols", "",
+             "Every registered protocol, as `debatekit protocols` lists them; each page is generated from the "
+             "protocol's own code (its parameters, its docstring, its output schema).", "",
+             "| protocol | paper or seed | what it does |", "|---|---|---|"]
+    lines += [f"| [{r['name']}]({r['name']}.md) | {r['paper']} | {_cell(r['description'])} |" for r in rows]
+    return "\n".join(lines) + "\n"
+
+
+def protocol_page(spec, protocols) -> str:
+    module = sys.modules[spec.factory.__module__]
+    lines = [f"# {spec.name}", "", spec.description, "",
+             f"**Paper or seed:** {protocols.paper(spec)} · **module:** `{spec.factory.__module__}`"
+             + (f" · **label in sweep figures:** {spec.short}" if spec.short else ""), "",
+             "```bash", f"debatekit protocols {spec.name}   # the same parameters in the terminal", "```", "",
+             "## Parameters", "", "| parameter | default | type | set by |", "|---|---|---|---|"]
+    lines += [f"| `{r['name']}` | `{r['default']}` | {_cell(r['type'])} | {r['flag'] and '`' + r['flag'] + '`'} |"
+              for r in protocols.parameters(spec)]
+    rounds = spec.flag("rounds")
+    lines += ["", f"`--rounds N` (and a sweep grid's `rounds`) sets `{rounds}`." if rounds
+              else "`--rounds` does not apply to this protocol.", ""]
+    lines += ["## What it implements", "", inspect.cleandoc(module.__doc__ or spec.description), ""]
+    if spec.output is not None:
+        lines += ["## Output", "", f"Each debate's `output` fits `{spec.output.__name__}` "
+                  f"(`debatekit protocols --schema {spec.name}` prints its JSON schema):", "",
+                  "| field | type | meaning |", "|---|---|---|"]
+        for field, info in spec.output.model_fields.items():
+            schema = spec.output.model_json_schema().get("properties", {}).get(field, {})
+            lines.append(f"| `{field}` | {_cell(protocols.type_text(schema, info.annotation))} | "
+                         f"{_cell(info.description or '')} |")
+        lines.append("")
+    if spec.item_model.__name__ != "Item":
+        lines += ["## Dataset rows", "", f"Its dataset rows fit `{spec.item_model.__name__}`: "
+                  + ", ".join(f"`{f}`" for f in spec.item_model.model_fields) + ".", ""]
+    if spec.stop_reasons:
+        lines += ["## Its own stop reasons", ""] + [f"- `{k}`: {v}" for k, v in spec.stop_reasons.items()] + [""]
+    return "\n".join(lines)
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
