@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from debatekit import registry
 from debatekit.schemas import DebateRecord
-from debatekit.trace import RunFolder, read_jsonl
+from debatekit.trace import RunFolder, RunFolderError, read_jsonl
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")
@@ -112,13 +112,18 @@ def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = 
     review = Review(item_id=item_id, debate_id=entry.debate_id, verdict=verdict, note=note,
                     reviewer=_user() if reviewer is None else reviewer, ts=time.time())
     try:
+        try:
+            folder.lock()
+            running = False
+        except RunFolderError:  # a run is writing the folder: it counts the verdicts itself when it ends
+            running = True
         folder.append(REVIEWS_FILE, review)
+        if folder.exists and not running:  # keep the run summary's review counts current
+            run = folder.read_run()
+            run.summary = {**run.summary, **counts(run_dir)}
+            folder.write_run(run)
     finally:
         folder.close()
-    if folder.exists:  # keep the run summary's review counts current
-        run = folder.read_run()
-        run.summary = {**run.summary, **counts(run_dir)}
-        folder.write_run(run)
     return review
 
 

@@ -4,11 +4,16 @@
 files are appended one whole line per `write` on an O_APPEND descriptor, so a line is either
 there or not; a torn last line from a kill is ignored when reading. `--resume` reads
 `debates.jsonl` and skips the items that finished.
+
+A folder has one writer at a time: a run holds an `flock` on its `.lock` file from start to end,
+and a second run on the same folder fails naming the first one's process. The system drops the
+lock when its holder dies, so a killed run never blocks `--resume`. Readers take no lock.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from debatekit.schemas import DebateRecord, RunRecord, first_error
 
 RUN_FILE, EVENTS_FILE, DEBATES_FILE = "run.json", "events.jsonl", "debates.jsonl"
+LOCK_FILE = ".lock"
 
 
 class RunFolderError(ValueError):
@@ -116,6 +122,7 @@ class RunFolder:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._fds: dict[str, int] = {}
+        self._lock: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -143,6 +150,26 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFolderError(f"cannot create run folder {self.path}: {exc.strerror}") from exc
+
+    def lock(self) -> None:
+        """Hold the folder as its only writer until `close` (the folder must exist).
+
+        Raises:
+            RunFolderError: another process holds it; the message gives that process's id.
+        """
+        if self._lock is not None:
+            return
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderError(f"run folder {self.path} is in use by process {holder} (another debatekit run "
+                                 "writes there); wait for it to end, or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock = fd
 
     def append(self, name: str, record: BaseModel) -> None:
         """Append one record as one line (a single write on an O_APPEND descriptor)."""
@@ -202,6 +229,10 @@ class RunFolder:
         return list(read_jsonl(self.path / EVENTS_FILE))
 
     def close(self) -> None:
+        """Close the open files and give up the lock, if this folder holds it."""
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None

@@ -1,0 +1,73 @@
+"""Ways a run could lose data or score a failure (issue 30), each reproduced by a test first:
+two writers on one run folder, debatekit's own truncation marker, cache rows of the wrong shape,
+deeply nested rows, rows that can never be scored, terminal escapes, loose parameters and paths
+in a run folder's files that lead out of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from debatekit.cli import main
+from debatekit.commands.show import show
+from debatekit.trace import RunFolder, RunFolderError
+from tests import faulty_model, test_crash_safety as crash
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def numbered(tmp_path: Path, n: int) -> Path:
+    """A dataset of `n` items `n0..`, each answered by its own number."""
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps({"id": f"n{i}", "question": f"What is {i}?", "answer": i}) + "\n"
+                            for i in range(n)))
+    return path
+
+
+def subprocess_env(tmp_path: Path) -> dict:
+    return dict(os.environ, PYTHONPATH=str(ROOT), DEBATEKIT_CACHE_DIR=str(tmp_path / "cache"))
+
+
+# --- 1. two runs on one --out folder ---------------------------------------------------------------
+
+def stalling_args(dataset: Path, out: Path) -> list[str]:
+    return ["run", "society_of_mind", "--dataset", str(dataset), "--model", faulty_model.STALLING,
+            "--agents", "2", "--rounds", "1", "--no-cache", "--out", str(out), "--quiet"]
+
+
+def test_a_second_writer_is_refused_naming_the_first_and_a_killed_run_still_resumes(tmp_path, capfd):
+    dataset, out = numbered(tmp_path, 8), tmp_path / "run"
+    # the first run answers items 0-3, then waits forever for the rest: it holds the folder until killed
+    first = crash.start(stalling_args(dataset, out), {**subprocess_env(tmp_path), "STALL_FROM": "4"},
+                        faulty_model.CLI)
+    try:
+        crash.wait_for(first, out / "debates.jsonl", 4)
+        capfd.readouterr()
+        for extra in ([], ["--resume"]):  # a new run, and a resume, of a folder a live run writes
+            assert main([*stalling_args(dataset, out), *extra]) == 2
+            err = capfd.readouterr().err.strip().splitlines()
+            assert len(err) == 1 and f"run folder {out} is in use by process {first.pid}" in err[0], err
+        assert "n0" in show(out)  # reading a folder in use takes no lock
+    finally:
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait()
+    assert (out / ".lock").exists()  # left behind by the killed run: it must not block the resume
+    assert main([*stalling_args(dataset, out), "--resume"]) == 0
+    rows = [json.loads(line) for line in crash.lines(out / "debates.jsonl")]
+    assert sorted(r["item_id"] for r in rows) == [f"n{i}" for i in range(8)]  # each item once
+    assert all(r["correct"] for r in rows) and len({r["run_id"] for r in rows}) == 1
+    assert json.loads((out / "run.json").read_text())["status"] == "complete"
+
+
+def test_a_run_folder_has_one_writer_at_a_time_and_is_free_again_once_closed(tmp_path):
+    holder, other = RunFolder(tmp_path), RunFolder(tmp_path)
+    holder.lock()
+    with pytest.raises(RunFolderError, match=rf"in use by process {os.getpid()}"):
+        other.lock()
+    holder.close()
+    other.lock()
+    other.close()
