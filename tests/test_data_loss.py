@@ -14,6 +14,10 @@ import pytest
 
 from debatekit.cli import main
 from debatekit.commands.show import show
+from debatekit.gateway import MAX_REPLY_CHARS, capped
+from debatekit.protocols.extract import extract
+from debatekit.runner import run
+from debatekit.schemas import RunConfig
 from debatekit.trace import RunFolder, RunFolderError
 from tests import faulty_model, test_crash_safety as crash
 
@@ -71,3 +75,26 @@ def test_a_run_folder_has_one_writer_at_a_time_and_is_free_again_once_closed(tmp
     holder.close()
     other.lock()
     other.close()
+
+# --- 2. debatekit's own truncation marker ----------------------------------------------------------
+
+def test_debatekits_truncation_marker_is_never_read_as_an_answer(tmp_path, model_from):
+    stored = capped("x" * 2 * MAX_REPLY_CHARS + "\nAnswer: 3")  # as events.jsonl keeps it
+    assert f"{MAX_REPLY_CHARS}-character limit" in stored
+    for kind in ("integer", "number", "text"):
+        assert extract(kind, stored) is None, kind  # its answer was cut away: unreadable, not 100000
+    assert extract("integer", capped("Answer: 5\n" + "y" * 2 * MAX_REPLY_CHARS)) == 5  # said before the cut
+
+    # a whole run: 5 MB of text, then `Answer: 3`, for an item whose truth is the marker's number
+    dataset = tmp_path / "items.jsonl"
+    dataset.write_text(json.dumps({"id": "big", "question": "q", "answer": MAX_REPLY_CHARS}) + "\n"
+                       + json.dumps({"id": "three", "question": "q", "answer": 3}) + "\n")
+    model = model_from(lambda req: "word " * 1_000_000 + "\nAnswer: 3")
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(dataset), model=model, cache=False,
+                           params={"agents": 2, "rounds": 2, "stop_on_agreement": False}), tmp_path / "run",
+                 progress=False)
+    correct = {d.item_id: d.correct for d in result.debates}
+    assert correct == {"big": False, "three": True} and result.summary["parse_failures"] == 0
+    assert all(a == 3 for d in result.debates for r in d.rounds for a in r.answers.values())
+    # the parsed reasoning is capped as the text is (it is stored, and shown to the other agents)
+    assert (result.path / "events.jsonl").stat().st_size < 8 * 5 * (MAX_REPLY_CHARS + 10_000)
