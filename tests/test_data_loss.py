@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,22 @@ def test_debatekits_truncation_marker_is_never_read_as_an_answer(tmp_path, model
     assert all(a == 3 for d in result.debates for r in d.rounds for a in r.answers.values())
     # the parsed reasoning is capped as the text is (it is stored, and shown to the other agents)
     assert (result.path / "events.jsonl").stat().st_size < 8 * 5 * (MAX_REPLY_CHARS + 10_000)
+
+
+# --- 3. a cache row of the wrong shape -------------------------------------------------------------
+
+@pytest.mark.parametrize("row", ["[1, 2]", "{}", "42", '{"text": 5}', '{"text": "Answer: 1", "cost": "free"}',
+                                 "not json"])
+def test_a_cache_row_that_is_no_reply_is_a_miss_with_one_warning(tmp_path, capfd, row):
+    config = RunConfig(protocol="single", dataset="arithmetic", limit=2, model="scripted/schema")
+    run(config, tmp_path / "first", progress=False)
+    with sqlite3.connect(tmp_path / "cache" / "responses.sqlite") as db:  # the test's own cache (conftest)
+        db.execute("UPDATE replies SET value = ?", (row,))
+    db.close()
+    capfd.readouterr()
+    again = run(config, tmp_path / "again", progress=False)
+    assert again.summary["failed"] == 0 and again.summary["cache_hits"] == 0 and again.summary["provider_calls"] == 2
+    warnings = capfd.readouterr().err.strip().splitlines()
+    assert len(warnings) == 1 and "asking the model again" in warnings[0], warnings
+    # the reply asked for again replaced the bad row: the next run reads it from the cache
+    assert run(config, tmp_path / "third", progress=False).summary["cache_hits"] == 2
