@@ -103,8 +103,8 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         The items and a `DatasetInfo` (name, path, sha256 of the file, item count).
 
     Raises:
-        DatasetError: unreadable file, non-UTF-8 bytes, bad JSON, a row that does not fit
-            the item model, duplicate ids, or no items.
+        DatasetError: unreadable file, non-UTF-8 bytes, bad JSON, a row nested too deeply, a row
+            that does not fit the item model, duplicate ids, or no items.
     """
     path = resolve(name_or_path)
     raw = path.read_bytes()
@@ -121,6 +121,8 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from exc
+        except RecursionError:  # thousands of nested brackets: one line, not a traceback
+            raise DatasetError(f"{path}: line {number} is nested too deeply to read") from None
         if not isinstance(row, dict):
             raise DatasetError(f"{path}: line {number} must be a JSON object, got {type(row).__name__}")
         _check_encodable(row, path, number)

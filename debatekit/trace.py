@@ -95,7 +95,7 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, dict]]:
                 continue
             try:
                 yield number, json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
 
 

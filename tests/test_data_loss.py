@@ -118,3 +118,17 @@ def test_a_cache_row_that_is_no_reply_is_a_miss_with_one_warning(tmp_path, capfd
     assert len(warnings) == 1 and "asking the model again" in warnings[0], warnings
     # the reply asked for again replaced the bad row: the next run reads it from the cache
     assert run(config, tmp_path / "third", progress=False).summary["cache_hits"] == 2
+
+
+# --- 4. a deeply nested row ------------------------------------------------------------------------
+
+def test_a_row_nested_thousands_deep_is_one_line_and_exit_2(tmp_path, capfd):
+    dataset = tmp_path / "items.jsonl"
+    deep = "[" * 5000 + "]" * 5000
+    dataset.write_text('{"id": "a", "question": "q", "answer": 1}\n'
+                       f'{{"id": "b", "question": "q", "answer": 2, "metadata": {{"x": {deep}}}}}\n')
+    assert main(["run", "single", "--dataset", str(dataset), "--model", "scripted/schema", "--quiet",
+                 "--out", str(tmp_path / "run")]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 2 is nested too deeply" in err[0], err
+    assert not (tmp_path / "run").exists()
