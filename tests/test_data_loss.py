@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 from pathlib import Path
 
 import pytest
 
+from debatekit import datasets
 from debatekit.cli import main
 from debatekit.commands.show import show
 from debatekit.gateway import MAX_REPLY_CHARS, capped
@@ -132,3 +134,31 @@ def test_a_row_nested_thousands_deep_is_one_line_and_exit_2(tmp_path, capfd):
     err = capfd.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "line 2 is nested too deeply" in err[0], err
     assert not (tmp_path / "run").exists()
+
+
+# --- 5. rows that can never be scored --------------------------------------------------------------
+
+@pytest.mark.parametrize("row, problem", [
+    ({"choices": ["red", "blue"], "answer": "C"}, r"'C' is not the letter of one of its 2 choices \(A-B\)"),
+    ({"choices": ["red", "blue"], "answer": "blue"}, r"'blue' is not the letter of one of its 2 choices"),
+    ({"answer": float("nan")}, r"nan can never be scored"),
+    ({"answer": float("inf")}, r"inf can never be scored"),
+], ids=["letter past the choices", "option text", "NaN", "infinity"])
+def test_a_truth_no_answer_can_equal_is_refused_at_load_with_its_line(tmp_path, capfd, row, problem):
+    dataset = tmp_path / "items.jsonl"
+    dataset.write_text(json.dumps({"id": "fine", "question": "q", "answer": 1}) + "\n"
+                       + json.dumps({"id": "bad", "question": "q", **row}) + "\n")
+    assert main(["run", "single", "--dataset", str(dataset), "--model", "scripted/schema", "--quiet",
+                 "--out", str(tmp_path / "run")]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "line 2, field 'answer'" in err[0] and re.search(problem, err[0]), err
+    assert not (tmp_path / "run").exists()
+
+
+def test_no_truth_and_lower_case_letters_still_load(tmp_path):
+    dataset = tmp_path / "items.jsonl"
+    dataset.write_text(json.dumps({"id": "a", "question": "q", "choices": ["x", "y"], "answer": "b"}) + "\n"
+                       + json.dumps({"id": "b", "question": "q", "choices": ["x", "y"], "answer": None}) + "\n"
+                       + json.dumps({"id": "c", "question": "q", "answer": None}) + "\n")
+    items, _ = datasets.load(str(dataset))
+    assert [i.answer for i in items] == ["b", None, None]
