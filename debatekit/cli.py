@@ -107,6 +107,7 @@ def cmd_run(args) -> int:
     from debatekit import registry
     from debatekit.runner import run
     from debatekit.schemas import RunConfig
+    from debatekit.terminal import visible
 
     sets = _parse_set(args.sets)
     if args.resume and not args.out:
@@ -130,15 +131,15 @@ def cmd_run(args) -> int:
     results = []
     for config, out, again in zip(configs, outs, resume):
         results.append(run(config, out, resume=again, progress=not args.quiet))
-    print(summary_table(results))
+    print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
-        print("\n" + paired_block(results))
+        print("\n" + visible(paired_block(results)))
     for r in results:
         s = r.summary
         if s["failed"]:
-            print(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates have no "
-                  f"answer (left out of accuracy; --resume retries them); first error: {s['first_error']}",
-                  file=sys.stderr)
+            print(visible(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates "
+                          f"have no answer (left out of accuracy; --resume retries them); first error: "
+                          f"{s['first_error']}"), file=sys.stderr)
     return 0
 
 
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.registry import ProtocolError
     from debatekit.schemas import first_error
     from debatekit import signals
+    from debatekit.terminal import visible
     from debatekit.trace import RunFolderError, TraceWriteError
 
     parser = build_parser()
@@ -337,14 +339,14 @@ def main(argv: list[str] | None = None) -> int:
         return handler[args.command](args)
     except ValidationError as exc:
         field, message = first_error(exc)
-        print(f"debatekit: error: {exc.title} field {field!r}: {message}", file=sys.stderr)
+        print(visible(f"debatekit: error: {exc.title} field {field!r}: {message}"), file=sys.stderr)
         return 2
     except (ValueError, DatasetError, ProtocolError, RunFolderError, LocalModelError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"debatekit: error: {message}", file=sys.stderr)
+        print(visible(f"debatekit: error: {message}"), file=sys.stderr)  # it may quote a row or a file
         return 2
     except ModelSetupError as exc:
-        print(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)", file=sys.stderr)
+        print(visible(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)"), file=sys.stderr)
         return 1
     except TraceWriteError as exc:
         print(f"debatekit: error: {exc}; the run is marked interrupted: free space, then --resume", file=sys.stderr)

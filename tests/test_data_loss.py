@@ -14,13 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from debatekit import datasets
+from debatekit import datasets, scripted
 from debatekit.cli import main
 from debatekit.commands.show import show
 from debatekit.gateway import MAX_REPLY_CHARS, capped
 from debatekit.protocols.extract import extract
 from debatekit.runner import run
 from debatekit.schemas import RunConfig
+from debatekit.terminal import visible
 from debatekit.trace import RunFolder, RunFolderError
 from tests import faulty_model, test_crash_safety as crash
 
@@ -162,3 +163,37 @@ def test_no_truth_and_lower_case_letters_still_load(tmp_path):
                        + json.dumps({"id": "c", "question": "q", "answer": None}) + "\n")
     items, _ = datasets.load(str(dataset))
     assert [i.answer for i in items] == ["b", None, None]
+
+
+# --- 6. terminal escapes in a question or a reply --------------------------------------------------
+
+ESCAPES = "title \x1b]0;pwned\x07 clear \x1b[2J\x1b[H red \x1b[31mRED\x1b[0m back\r over \x9b2J flip \u202e"
+
+
+def test_dataset_and_model_text_is_printed_with_its_control_characters_visible(tmp_path, capfd, model_from):
+    dataset = tmp_path / "items.jsonl"
+    dataset.write_text(json.dumps({"id": "esc\x1b[2J", "question": f"What is 3? {ESCAPES}", "answer": 3}) + "\n"
+                       + json.dumps({"id": "down", "question": "What is 4?", "answer": 4}) + "\n")
+
+    def reply(req):
+        if req.item_id == "down":  # its error, quoting the provider, reaches the run's warning line
+            return scripted.Fault("bad_request", f"refused {ESCAPES}")
+        return f"Thinking.\n{ESCAPES}\nAnswer: 3"
+
+    out = tmp_path / "run"
+    assert main(["run", "single", "--dataset", str(dataset), "--model", model_from(reply), "--no-cache", "--quiet",
+                 "--out", str(out)]) == 0
+    run_output = capfd.readouterr()
+    assert main(["show", str(out)]) == 0
+    assert main(["show", str(out), "esc\x1b[2J", "--transcript"]) == 0
+    shown = capfd.readouterr()
+    printed = run_output.out + run_output.err + shown.out + shown.err
+    assert "refused title" in run_output.err and "Thinking." in shown.out  # the text is there ...
+    for raw, seen in (("\x1b", "\\x1b"), ("\x07", "\\x07"), ("\r", "\\x0d"), ("\x9b", "\\x9b"), ("\u202e", "\\u202e")):
+        assert raw not in printed and seen in printed, seen  # ... each control character written out
+    assert "Thinking.\ntitle" in shown.out  # newlines kept
+
+
+def test_visible_keeps_text_newlines_and_tabs_and_writes_out_the_rest():
+    assert visible("a\tb\nc é 中") == "a\tb\nc é 中"
+    assert visible("\x1b[31mx\x00\x7f") == "\\x1b[31mx\\x00\\x7f"
