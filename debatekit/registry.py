@@ -21,6 +21,9 @@ into run.json as provenance):
   notebooks, `RunConfig.protocol`) imports that file and takes its protocol `name`.
 
 A name registered twice from different sources is an error naming both.
+
+Parameters are checked strictly: a boolean is no number (`--set rounds=true` fails), no number
+is NaN or infinite, and a sampling temperature (`temperature`, `*_temperature`) lies in `TEMPERATURE`.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ import sys
 import warnings
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal
+from typing import Any, Awaitable, Callable, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -42,6 +45,8 @@ from debatekit.datasets import Item
 from debatekit.schemas import first_error
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
+TEMPERATURE = (0.0, 2.0)
+"""The sampling temperatures OpenAI-style providers accept."""
 
 
 class ProtocolError(ValueError):
@@ -148,13 +153,26 @@ class ProtocolSpec:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                                 f"parameters: {', '.join(self.params)}")
         hints = inspect.get_annotations(self.factory, eval_str=True)
+        for name, value in params.items():
+            if isinstance(value, bool) and not _takes_bool(hints.get(name, Any)):  # pydantic reads true as 1
+                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: got the boolean "
+                                    f"{str(value).lower()}, but it is not a yes/no parameter")
         fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
-        model = create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
+        model = create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
+                             **fields)
         try:
-            return model(**params).model_dump()
+            checked = model(**params).model_dump()
         except ValidationError as exc:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
+        low, high = TEMPERATURE
+        for name in params:
+            value = checked[name]
+            if (name == "temperature" or name.endswith("_temperature")) and isinstance(value, (int, float)) \
+                    and not low <= value <= high:
+                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: a temperature must be "
+                                    f"{low:g} to {high:g}, got {value:g}")
+        return checked
 
     def _rename(self, params: dict[str, Any]) -> dict[str, Any]:
         out = dict(params)
@@ -200,6 +218,11 @@ class ProtocolSpec:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r} returned an output that does not fit its schema, "
                                 f"field {field!r}: {message}") from exc
+
+
+def _takes_bool(hint: Any) -> bool:
+    """Whether a parameter's type admits a boolean as one: bool, Any, or a union or wrapper holding one."""
+    return hint is bool or hint is Any or any(_takes_bool(arg) for arg in get_args(hint))
 
 
 _protocols: dict[str, ProtocolSpec] = {}

@@ -197,3 +197,30 @@ def test_dataset_and_model_text_is_printed_with_its_control_characters_visible(t
 def test_visible_keeps_text_newlines_and_tabs_and_writes_out_the_rest():
     assert visible("a\tb\nc é 中") == "a\tb\nc é 中"
     assert visible("\x1b[31mx\x00\x7f") == "\\x1b[31mx\\x00\\x7f"
+
+
+# --- 7. loose --set values -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("setting, problem", [
+    ("rounds=true", "parameter 'rounds': got the boolean true, but it is not a yes/no parameter"),
+    ("agents=false", "parameter 'agents': got the boolean false"),
+    ("temperature=-5", "parameter 'temperature': a temperature must be 0 to 2, got -5"),
+    ("temperature=1e308", "parameter 'temperature': a temperature must be 0 to 2, got 1e+308"),
+    ("temperature=.nan", "parameter 'temperature': Input should be a finite number"),
+    ("temperature=.inf", "parameter 'temperature': Input should be a finite number"),
+])
+def test_a_loose_parameter_value_is_one_line_and_exit_2(tmp_path, capfd, setting, problem):
+    assert main(["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
+                 "--set", setting, "--quiet", "--out", str(tmp_path / "run")]) == 2
+    err = capfd.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("debatekit: error: ") and problem in err[0], err
+    assert not (tmp_path / "run").exists()
+
+
+def test_parameters_in_range_still_pass_and_a_judge_temperature_is_checked_too():
+    from debatekit import registry
+
+    assert registry.get("society_of_mind").validate({"temperature": 2, "rounds": 3})["temperature"] == 2
+    assert registry.get("society_of_mind").validate({"stop_on_agreement": False})["stop_on_agreement"] is False
+    with pytest.raises(registry.ProtocolError, match="'judge_temperature': a temperature must be 0 to 2"):
+        registry.get("judged_debate").validate({"judge_temperature": 2.5})
