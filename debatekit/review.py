@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from debatekit import registry
 from debatekit.schemas import DebateRecord
-from debatekit.trace import RunFolder, RunFolderError, read_jsonl
+from debatekit.trace import RunFolder, RunFolderError, inside, read_jsonl
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")
@@ -128,11 +128,15 @@ def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = 
 
 
 def describe(run_dir: Path | str, entry: ReviewItem) -> str:
-    """What a reviewer reads: the escalation, the final answer and what the protocol shows of the debate."""
+    """What a reviewer reads: the escalation, the final answer and what the protocol shows of the debate.
+
+    Raises:
+        RunFolderError: the queue entry's `item_dir` leads out of the run folder.
+    """
     lines = [f"item {entry.item_id} ({entry.protocol}, debate {entry.debate_id})",
              f"escalation: {entry.escalation_reason or '-'}",
              f"final answer: {entry.final_answer if entry.final_answer is not None else '-'}"]
-    folder = Path(run_dir) / entry.item_dir
+    folder = inside(run_dir, entry.item_dir, f"{Path(run_dir) / QUEUE_FILE}, item {entry.item_id!r}")
     spec = registry.find(entry.protocol)
     if spec is not None and spec.review is not None:
         lines.extend(spec.review(folder))
@@ -181,7 +185,10 @@ def review_form(run_dir: Path | str):
 
     def show(*_) -> None:
         entry = next((q for q in queue(run_dir) if q.item_id == item.value), None)
-        details.value = "<pre>" + html.escape(describe(run_dir, entry)) + "</pre>" if entry else "<i>nothing pending</i>"
+        try:
+            details.value = "<pre>" + html.escape(describe(run_dir, entry)) + "</pre>" if entry else "<i>nothing pending</i>"
+        except RunFolderError as exc:
+            details.value = html.escape(str(exc))
 
     def on_submit(_) -> None:
         if item.value is None or verdict.value is None:

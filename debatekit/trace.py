@@ -57,6 +57,19 @@ def item_folder_name(item_id: str) -> str:
     return f"{slug.strip('.') or 'item'}-{hashlib.sha256(item_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def inside(run_dir: Path | str, relative: str, source: str) -> Path:
+    """`run_dir / relative` resolved, for a path read from one of the run folder's own files (`source`).
+
+    Raises:
+        RunFolderError: the path leads out of the run folder (`..`, an absolute path, a link).
+    """
+    root = Path(run_dir).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise RunFolderError(f"{source}: the path {relative!r} leads out of the run folder {run_dir}")
+    return path
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

@@ -224,3 +224,23 @@ def test_parameters_in_range_still_pass_and_a_judge_temperature_is_checked_too()
     assert registry.get("society_of_mind").validate({"stop_on_agreement": False})["stop_on_agreement"] is False
     with pytest.raises(registry.ProtocolError, match="'judge_temperature': a temperature must be 0 to 2"):
         registry.get("judged_debate").validate({"judge_temperature": 2.5})
+
+
+# --- 8. paths in a run folder's own files ----------------------------------------------------------
+
+@pytest.mark.parametrize("item_dir", ["../../outside", "items/../../outside", "{outside}", "items/link"])
+def test_review_show_reads_nothing_outside_the_run_folder(tmp_path, capfd, item_dir):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.json").write_text("{}")
+    run_dir = tmp_path / "runs" / "run"
+    (run_dir / "items").mkdir(parents=True)
+    (run_dir / "items" / "link").symlink_to(outside)
+    entry = {"run_id": "r", "debate_id": "d", "item_id": "x", "protocol": "single", "queued": 0.0,
+             "item_dir": item_dir.format(outside=outside)}
+    (run_dir / "review_queue.jsonl").write_text(json.dumps(entry) + "\n")
+    assert main(["review", str(run_dir), "--show", "x"]) == 2
+    captured = capfd.readouterr()
+    assert "secret.json" not in captured.out + captured.err
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and "leads out of the run folder" in err[0] and "review_queue.jsonl" in err[0], err
