@@ -244,3 +244,20 @@ def test_review_show_reads_nothing_outside_the_run_folder(tmp_path, capfd, item_
     assert "secret.json" not in captured.out + captured.err
     err = captured.err.strip().splitlines()
     assert len(err) == 1 and "leads out of the run folder" in err[0] and "review_queue.jsonl" in err[0], err
+
+
+# --- and: a server reachable from other machines ----------------------------------------------------
+
+@pytest.mark.parametrize("host, warned", [("0.0.0.0", True), ("192.168.1.5", True), ("myhost", True),
+                                          ("127.0.0.1", False), ("::1", False), ("localhost", False)])
+def test_serve_on_an_outside_address_warns_that_it_has_no_authentication(monkeypatch, capfd, host, warned):
+    from debatekit.commands import serve
+    from debatekit.local import LocalModelError
+
+    def no_model(*args, **kwargs):  # stop before any model is loaded
+        raise LocalModelError("not loading a model in this test")
+
+    monkeypatch.setattr(serve, "start", no_model)
+    assert main(["serve", "--host", host]) == 2
+    err = capfd.readouterr().err
+    assert ("reachable from other machines" in err and "no authentication" in err) == warned, err
