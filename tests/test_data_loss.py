@@ -261,3 +261,36 @@ def test_serve_on_an_outside_address_warns_that_it_has_no_authentication(monkeyp
     assert main(["serve", "--host", host]) == 2
     err = capfd.readouterr().err
     assert ("reachable from other machines" in err and "no authentication" in err) == warned, err
+
+
+# --- all together: faults, a kill and a resume ------------------------------------------------------
+
+def test_a_faulty_run_killed_mid_way_and_resumed_scores_each_item_once_and_no_failure(tmp_path):
+    """100 items, 20% of calls failing (timeouts, 429, 500, empty replies) and every call of the
+    ten items numbered ...7 failing: SIGKILL after 30 debates, then `--resume`."""
+    items = 100
+    dataset, out = numbered(tmp_path, items), tmp_path / "run"
+    argv = ["run", "society_of_mind", "--dataset", str(dataset), "--model", faulty_model.FAULTY,
+            "--concurrency", "16", "--no-cache", "--quiet", "--out", str(out)]
+    first = crash.start(argv, subprocess_env(tmp_path), faulty_model.CLI)
+    assert crash.kill_after(first, out / "debates.jsonl", 30) < items, "the run finished before the kill"
+    assert main([*argv, "--resume"]) == 0
+
+    rows = [json.loads(line) for line in crash.lines(out / "debates.jsonl")]
+    answered = [r["item_id"] for r in rows if r["status"] in ("ok", "degraded")]
+    assert len(answered) == len(set(answered)), "an item was scored twice"
+    final = {r.item_id: r for r in RunFolder(out).debates()}
+    assert sorted(final) == sorted(f"n{i}" for i in range(items))
+    down = {f"n{i}" for i in range(items) if i % 10 == 7}
+    for item_id, record in final.items():
+        if item_id in down:  # failed calls: marked failed, never scored
+            assert record.status == "error" and record.correct is None and record.score is None, record
+        else:  # the model answers the truth: a scored item is right, whatever faults it met
+            assert record.status in ("ok", "degraded") and record.correct is True, record
+    summary = json.loads((out / "run.json").read_text())
+    assert summary["status"] == "complete"
+    assert (summary["summary"]["items"], summary["summary"]["failed"], summary["summary"]["accuracy"]) == (100, 10, 1.0)
+    # every call of a final debate is traced once (those of debates the kill cut off were dropped)
+    keys = [(e["debate_id"], e["agent"], e["round"]) for e in map(json.loads, crash.lines(out / "events.jsonl"))
+            if e["debate_id"] in {r.debate_id for r in final.values()}]
+    assert len(keys) == len(set(keys))
