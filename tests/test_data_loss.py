@@ -23,7 +23,8 @@ from debatekit.runner import run
 from debatekit.schemas import RunConfig
 from debatekit.terminal import visible
 from debatekit.trace import RunFolder, RunFolderError
-from tests import faulty_model, test_crash_safety as crash
+from tests import faulty_model
+from tests import test_crash_safety as crash
 
 ROOT = Path(__file__).resolve().parent.parent
 
