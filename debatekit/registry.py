@@ -37,7 +37,7 @@ import sys
 import warnings
 from pathlib import Path
 from dataclasses import dataclass, field
-from typing import Any, Awaitable, Callable, Literal, get_args
+from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
@@ -153,10 +153,6 @@ class ProtocolSpec:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                                 f"parameters: {', '.join(self.params)}")
         hints = inspect.get_annotations(self.factory, eval_str=True)
-        for name, value in params.items():
-            if isinstance(value, bool) and not _takes_bool(hints.get(name, Any)):  # pydantic reads true as 1
-                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: got the boolean "
-                                    f"{str(value).lower()}, but it is not a yes/no parameter")
         fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
         model = create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
                              **fields)
@@ -166,8 +162,11 @@ class ProtocolSpec:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
         low, high = TEMPERATURE
-        for name in params:
+        for name, given in params.items():
             value = checked[name]
+            if isinstance(given, bool) and isinstance(value, (int, float)) and not isinstance(value, bool):
+                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: got the boolean "
+                                    f"{str(given).lower()}, but it is not a yes/no parameter")  # pydantic made it 1
             if (name == "temperature" or name.endswith("_temperature")) and isinstance(value, (int, float)) \
                     and not low <= value <= high:
                 raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: a temperature must be "
@@ -218,11 +217,6 @@ class ProtocolSpec:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r} returned an output that does not fit its schema, "
                                 f"field {field!r}: {message}") from exc
-
-
-def _takes_bool(hint: Any) -> bool:
-    """Whether a parameter's type admits a boolean as one: bool, Any, or a union or wrapper holding one."""
-    return hint is bool or hint is Any or any(_takes_bool(arg) for arg in get_args(hint))
 
 
 _protocols: dict[str, ProtocolSpec] = {}

@@ -204,7 +204,8 @@ def test_visible_keeps_text_newlines_and_tabs_and_writes_out_the_rest():
 
 @pytest.mark.parametrize("setting, problem", [
     ("rounds=true", "parameter 'rounds': got the boolean true, but it is not a yes/no parameter"),
-    ("agents=false", "parameter 'agents': got the boolean false"),
+    ("agents=false", "give a count of agents or 1 to 16"),  # the protocol's own check, as before
+    ("temperature=false", "parameter 'temperature': got the boolean false"),
     ("temperature=-5", "parameter 'temperature': a temperature must be 0 to 2, got -5"),
     ("temperature=1e308", "parameter 'temperature': a temperature must be 0 to 2, got 1e+308"),
     ("temperature=.nan", "parameter 'temperature': Input should be a finite number"),
