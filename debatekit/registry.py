@@ -21,6 +21,9 @@ into run.json as provenance):
   notebooks, `RunConfig.protocol`) imports that file and takes its protocol `name`.
 
 A name registered twice from different sources is an error naming both.
+
+Parameters are checked strictly: a boolean is no number (`--set rounds=true` fails), no number
+is NaN or infinite, and a sampling temperature (`temperature`, `*_temperature`) lies in `TEMPERATURE`.
 """
 
 from __future__ import annotations
@@ -41,6 +44,8 @@ from debatekit._base.validation import first_error
 from debatekit.datasets import Item
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
+TEMPERATURE = (0.0, 2.0)
+"""The sampling temperatures OpenAI-style providers accept."""
 
 
 class ProtocolError(ValueError):
@@ -149,16 +154,28 @@ class ProtocolSpec:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
                                 f"parameters: {', '.join(self.params)}")
         try:
-            return self.params_model()(**params).model_dump()
+            checked = self.params_model()(**params).model_dump()
         except ValidationError as exc:
             field, message = first_error(exc)
             raise ProtocolError(f"protocol {self.name!r}, parameter {field!r}: {message}") from exc
+        low, high = TEMPERATURE
+        for name, given in params.items():
+            value = checked[name]
+            if isinstance(given, bool) and isinstance(value, (int, float)) and not isinstance(value, bool):
+                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: got the boolean "
+                                    f"{str(given).lower()}, but it is not a yes/no parameter")  # pydantic made it 1
+            if (name == "temperature" or name.endswith("_temperature")) and isinstance(value, (int, float)) \
+                    and not low <= value <= high:
+                raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: a temperature must be "
+                                    f"{low:g} to {high:g}, got {value:g}")
+        return checked
 
     def params_model(self) -> type[BaseModel]:
         """The pydantic model its parameters are validated with (types and constraints from the signature)."""
         hints = inspect.get_annotations(self.factory, eval_str=True)
         fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
-        return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid"), **fields)
+        return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
+                            **fields)
 
     def _rename(self, params: dict[str, Any]) -> dict[str, Any]:
         out = dict(params)

@@ -89,8 +89,10 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
     try:
         folder.create()
+        folder.lock()  # one writer per folder, held until folder.close() below
         record = _open_record(folder, config, info, resume, spec.source)
     except BaseException:
+        folder.close()
         if cache is not None:
             cache.close()
         raise

@@ -3,20 +3,29 @@
 - one reference page per registered protocol, and the protocols' index, from the registry through
   the functions `debatekit protocols` prints with (`debatekit.cli.protocols`): a new protocol gets
   its page without anyone writing one;
-- (the committed executed notebooks are rendered by mkdocs-jupyter from `docs/notebooks/`, whose
-  files are links to them);
+- the committed executed notebooks, rendered by mkdocs-jupyter, their plotly figures (saved as
+  plotly JSON) turned into HTML that draws them with the plotly.js of the installed plotly package
+  (the site works offline);
 - the figures of committed runs (`results/examples/*.png`) under `figures/`.
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import sys
+import tempfile
 from pathlib import Path
 
+from mkdocs.plugins import event_priority
 from mkdocs.structure.files import File
 
 ROOT = Path(__file__).resolve().parent.parent
+NOTEBOOKS = {
+    "notebooks/example-point.ipynb": "results/examples/arithmetic/society_of_mind-agents3-rounds3-f3e70f9f.ipynb",
+    "notebooks/study-first10-single.ipynb": "results/studies/gsm8k-first10/single-ef8380c3.ipynb",
+}
+PLOTLY_JS = "assets/plotly.min.js"
 
 
 def _protocols():
@@ -37,14 +46,41 @@ def on_config(config):
     return config
 
 
+@event_priority(50)  # before mkdocs-jupyter picks the notebooks out of the files
 def on_files(files, config):
     registry, protocols = _protocols()
     files.append(File.generated(config, "protocols/index.md", content=index_page(protocols.overview())))
     for name, spec in registry.available().items():
         files.append(File.generated(config, f"protocols/{name}.md", content=protocol_page(spec, protocols)))
+    import plotly
+
+    files.append(File.generated(config, PLOTLY_JS,
+                                abs_src_path=str(Path(plotly.__file__).parent / "package_data" / "plotly.min.js")))
+    rendered = Path(tempfile.mkdtemp(prefix="debatekit-docs-"))
+    for dest, src in NOTEBOOKS.items():
+        (rendered / dest).parent.mkdir(parents=True, exist_ok=True)
+        plotly_js = "../" * dest.count("/") + "../" + PLOTLY_JS  # from the page's folder (directory URLs)
+        (rendered / dest).write_text(json.dumps(with_html_figures(json.loads((ROOT / src).read_text()), plotly_js)))
+        files.append(File(dest, str(rendered), config.site_dir, config.use_directory_urls))
     for png in sorted((ROOT / "results" / "examples").glob("*.png")):
         files.append(File.generated(config, f"figures/{png.name}", abs_src_path=str(png)))
     return files
+
+
+def with_html_figures(notebook: dict, plotly_js: str) -> dict:
+    """The notebook with each plotly JSON output as HTML (a div and the call that draws it), which
+    nbconvert, unlike JupyterLab, can show; the first loads plotly.js from `plotly_js`."""
+    import plotly.io as pio
+
+    loader = f'<script src="{plotly_js}"></script>'
+    for cell in notebook["cells"]:
+        for output in cell.get("outputs", []):
+            figure = output.get("data", {}).get("application/vnd.plotly.v1+json")
+            if figure is not None:
+                html = pio.to_html(pio.from_json(json.dumps(figure)), include_plotlyjs=False, full_html=False)
+                output["data"] = {"text/html": loader + html}
+                loader = ""
+    return notebook
 
 
 def index_page(rows: list[dict]) -> str:

@@ -25,8 +25,8 @@ def args(dataset: Path, out: Path) -> list[str]:
             "--out", str(out), "--quiet"]
 
 
-def start(argv: list[str], env: dict) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", slow_model.CLI, *argv], cwd=ROOT, env=env,
+def start(argv: list[str], env: dict, cli: str = slow_model.CLI) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", cli, *argv], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
@@ -34,8 +34,8 @@ def lines(path: Path) -> list[str]:
     return path.read_text(encoding="utf-8").splitlines(keepends=True) if path.exists() else []
 
 
-def kill_after(proc: subprocess.Popen, debates: Path, at_least: int, timeout: float = 120) -> int:
-    """SIGKILL the run once `debates` holds `at_least` finished items; returns how many there were."""
+def wait_for(proc: subprocess.Popen, debates: Path, at_least: int, timeout: float = 120) -> None:
+    """Return once `debates` holds `at_least` finished items while the run in `proc` still runs."""
     deadline = time.monotonic() + timeout
     while len(lines(debates)) < at_least:
         if proc.poll() is not None:
@@ -44,6 +44,11 @@ def kill_after(proc: subprocess.Popen, debates: Path, at_least: int, timeout: fl
             proc.kill()
             pytest.fail("the run made no progress")
         time.sleep(0.01)
+
+
+def kill_after(proc: subprocess.Popen, debates: Path, at_least: int, timeout: float = 120) -> int:
+    """SIGKILL the run once `debates` holds `at_least` finished items; returns how many there were."""
+    wait_for(proc, debates, at_least, timeout)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     return len(lines(debates))

@@ -17,7 +17,7 @@ from debatekit import registry
 from debatekit.cli.app import main
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+TUTORIAL = (ROOT / "docs" / "tutorials" / "own-protocol.md").read_text()
 
 
 @pytest.fixture(autouse=True)
@@ -28,14 +28,14 @@ def fresh_registry(monkeypatch):
 
 
 def readme_pair(folder: Path) -> Path:
-    """The README's two-agent example, saved as a file outside the package."""
-    code = re.search(r"### Your own protocol.*?```python\n(.*?)```", README, re.S).group(1)
+    """The tutorial's two-agent example, saved as a file outside the package."""
+    code = re.search(r"### Your own protocol.*?```python\n(.*?)```", TUTORIAL, re.S).group(1)
     path = folder / "my_protocols.py"
     path.write_text(code)
     return path
 
 
-def test_the_readme_example_runs_from_a_file_by_path_with_its_provenance(tmp_path, capsys):
+def test_the_tutorial_example_runs_from_a_file_by_path_with_its_provenance(tmp_path, capsys):
     path = readme_pair(tmp_path)
     assert main(["run", f"{path}:pair", "--dataset", "arithmetic", "--limit", "2", "--model", "scripted/schema",
                  "--rounds", "2", "--out", str(tmp_path / "run"), "--quiet"]) == 0

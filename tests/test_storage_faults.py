@@ -232,7 +232,7 @@ def test_item_folders_are_injective_and_stay_under_items(tmp_path, arithmetic_fi
     folders = sorted(p.name for p in (result.path / "items").iterdir())
     assert len(folders) == 3 and folders == sorted(item_folder_name(i) for i in ["x/1", "x_1", ".."])
     assert {p.name for p in result.path.iterdir()} <= {"items", "run.json", "events.jsonl", "debates.jsonl",
-                                                         "review.jsonl"}
+                                                         "review.jsonl", ".lock"}
 
 
 def test_ids_that_would_share_a_folder_are_rejected_at_load(tmp_path):

@@ -235,8 +235,8 @@ def review_form(run_dir: Path | str):
     import ipywidgets as w
 
     from debatekit import registry
-    from debatekit.records.review import (VERDICTS, ReviewError, counts, describe, pending, queue,
-                                          record_verdict, user)
+    from debatekit.records.review import VERDICTS, ReviewError, counts, describe, pending, queue, record_verdict, user
+    from debatekit.records.trace import RunFolderError
 
     item = w.Dropdown(description="item")
     details = w.HTML()
@@ -258,7 +258,11 @@ def review_form(run_dir: Path | str):
 
     def show(*_) -> None:
         entry = next((q for q in queue(run_dir) if q.item_id == item.value), None)
-        details.value = "<pre>" + html.escape(describe(run_dir, entry, registry.review_hook(entry.protocol))) + "</pre>" if entry else "<i>nothing pending</i>"
+        try:
+            details.value = ("<pre>" + html.escape(describe(run_dir, entry, registry.review_hook(entry.protocol)))
+                             + "</pre>" if entry else "<i>nothing pending</i>")
+        except RunFolderError as exc:
+            details.value = html.escape(str(exc))
 
     def on_submit(_) -> None:
         if item.value is None or verdict.value is None:

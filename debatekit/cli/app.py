@@ -7,7 +7,6 @@ model that cannot be reached as configured (key, name, server, file) ends the sa
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -103,6 +102,7 @@ def command_modules():
 
 def cmd_run(args) -> int:
     from debatekit import registry
+    from debatekit._base.terminal import visible
     from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
 
@@ -128,15 +128,15 @@ def cmd_run(args) -> int:
     results = []
     for config, out, again in zip(configs, outs, resume):
         results.append(run(config, out, resume=again, progress=not args.quiet))
-    print(summary_table(results))
+    print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
-        print("\n" + paired_block(results))
+        print("\n" + visible(paired_block(results)))
     for r in results:
         s = r.summary
         if s["failed"]:
-            print(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates have no "
-                  f"answer (left out of accuracy; --resume retries them); first error: {s['first_error']}",
-                  file=sys.stderr)
+            print(visible(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates "
+                          f"have no answer (left out of accuracy; --resume retries them); first error: "
+                          f"{s['first_error']}"), file=sys.stderr)
     return 0
 
 
@@ -301,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
     from pydantic import ValidationError
 
     from debatekit._base import signals
+    from debatekit._base.terminal import visible
     from debatekit._base.validation import first_error
     from debatekit.datasets import DatasetError
     from debatekit.models.gateway import ModelSetupError
@@ -319,14 +320,14 @@ def main(argv: list[str] | None = None) -> int:
         return handler[args.command](args)
     except ValidationError as exc:
         field, message = first_error(exc)
-        print(f"debatekit: error: {exc.title} field {field!r}: {message}", file=sys.stderr)
+        print(visible(f"debatekit: error: {exc.title} field {field!r}: {message}"), file=sys.stderr)
         return 2
     except (ValueError, DatasetError, ProtocolError, RunFolderError, LocalModelError) as exc:
         message = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        print(f"debatekit: error: {message}", file=sys.stderr)
+        print(visible(f"debatekit: error: {message}"), file=sys.stderr)  # it may quote a row or a file
         return 2
     except ModelSetupError as exc:
-        print(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)", file=sys.stderr)
+        print(visible(f"debatekit: error: {exc}; finished items are kept (fix it, then --resume)"), file=sys.stderr)
         return 1
     except TraceWriteError as exc:
         print(f"debatekit: error: {exc}; the run is marked interrupted: free space, then --resume", file=sys.stderr)

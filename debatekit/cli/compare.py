@@ -13,6 +13,7 @@ def add(subparsers) -> dict:
 
 
 def run(args) -> int:
+    from debatekit._base.terminal import visible
     from debatekit.analysis import load_runs
     from debatekit.analysis.paired import compare_runs, format_comparison
     from debatekit.records.trace import RunFolder
@@ -30,5 +31,5 @@ def run(args) -> int:
     table = compare_runs(load_runs(args.runs), records, baseline=args.baseline)
     if table["pairs"].sum() == 0:
         raise ValueError("the runs share no item that both answered: nothing to pair")
-    print(format_comparison(table))
+    print(visible(format_comparison(table)))
     return 0

@@ -24,6 +24,7 @@ def add(subparsers) -> dict:
 
 
 def cmd_review(args) -> int:
+    from debatekit._base.terminal import visible
     from debatekit.records import review
 
     run_dir = Path(args.run_dir)
@@ -35,27 +36,28 @@ def cmd_review(args) -> int:
         entry = next((q for q in review.queue(run_dir) if q.item_id == args.show), None)
         if entry is None:
             raise ValueError(f"item {args.show!r} is not in the review queue of {run_dir}")
-        print(_describe(run_dir, entry))
+        print(visible(_describe(run_dir, entry)))
         return 0
     if args.item:
         done = review.record_verdict(run_dir, args.item, args.verdict, args.note, args.reviewer)
-        print(f"recorded {done.verdict} for {done.item_id}")
+        print(visible(f"recorded {done.verdict} for {done.item_id}"))
     elif args.interactive:
         _interactive(run_dir, args.reviewer)
     else:
         for entry in review.pending(run_dir):
-            print(f"{entry.item_id:16} {entry.protocol:16} {entry.escalation_reason or '-'}")
+            print(visible(f"{entry.item_id:16} {entry.protocol:16} {entry.escalation_reason or '-'}"))
     c = review.counts(run_dir)
     print(f"escalated {c['escalated']}, reviewed {c['reviewed']}, pending {c['review_pending']}")
     return 0
 
 
 def _interactive(run_dir: Path, reviewer: str | None) -> None:
+    from debatekit._base.terminal import visible
     from debatekit.records import review
 
     keys = {"a": "approve", "r": "reject", "v": "revise"}
     for entry in review.pending(run_dir):
-        print(_describe(run_dir, entry))
+        print(visible(_describe(run_dir, entry)))
         choice = ""
         while choice not in keys and choice != "s":
             choice = input("verdict [a]pprove [r]eject re[v]ise [s]kip: ").strip().lower()[:1]
@@ -63,7 +65,7 @@ def _interactive(run_dir: Path, reviewer: str | None) -> None:
             continue
         note = input("note: ")
         review.record_verdict(run_dir, entry.item_id, keys[choice], note, reviewer)
-        print(f"recorded {keys[choice]} for {entry.item_id}\n")
+        print(visible(f"recorded {keys[choice]} for {entry.item_id}\n"))
 
 
 def _describe(run_dir: Path, entry) -> str:

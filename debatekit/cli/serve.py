@@ -8,7 +8,8 @@ litellm instead of loading one each:
     # api_base  http://127.0.0.1:8765/v1
 
 and in a grid: `parameters: {model: openai/qwen2.5-coder-1.5b-instruct, api_base: http://127.0.0.1:8765/v1}`.
-It listens on 127.0.0.1 unless `--host` says otherwise; it has no authentication.
+It listens on 127.0.0.1 unless `--host` says otherwise; it has no authentication, so a host other
+than a loopback address gets a warning that any machine that reaches the port can use it.
 `--cache-ram` and `--prefix-reuse` (default: $DEBATEKIT_LOCAL_CACHE_RAM, $DEBATEKIT_LOCAL_PREFIX_REUSE)
 keep each conversation's prefix across requests exactly as the in-process engine does
 (`debatekit.models.local.PrefixCache`), so workers sharing the server pay only for new tokens.
@@ -17,6 +18,7 @@ keep each conversation's prefix across requests exactly as the in-process engine
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import sys
 import threading
 
@@ -70,6 +72,9 @@ def run(args) -> int:
         raise ValueError(f"--slots must be at least 1, got {args.slots}")
     if args.cache_ram is not None and args.cache_ram < -1:
         raise ValueError(f"--cache-ram must be MiB of host memory (0 off, -1 no limit), got {args.cache_ram}")
+    if not _loopback(args.host):
+        print(f"debatekit: warning: --host {args.host} makes the server reachable from other machines, and it has no "
+              f"authentication: anyone who can reach port {args.port} can use it", file=sys.stderr, flush=True)
     reuse = None if args.prefix_reuse is None else args.prefix_reuse == "on"
     engine, model, api_base = start(args.model, port=args.port, host=args.host, slots=args.slots,
                                     ctx_per_slot=args.ctx_per_slot, cache_ram=args.cache_ram, prefix_reuse=reuse)
@@ -93,3 +98,13 @@ def run(args) -> int:
     except KeyboardInterrupt:
         print("stopped", file=sys.stderr)
     return 0
+
+
+def _loopback(host: str) -> bool:
+    """Whether `host` is reachable from this machine only (localhost, 127.x, ::1)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: it may resolve to any address
+        return False

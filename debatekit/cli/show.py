@@ -27,7 +27,9 @@ def add(subparsers) -> dict[str, Callable]:
 
 
 def cmd_show(args) -> int:
-    print(show(args.run_dir, args.item, transcript=args.transcript))
+    from debatekit._base.terminal import visible
+
+    print(visible(show(args.run_dir, args.item, transcript=args.transcript)))
     return 0
 
 

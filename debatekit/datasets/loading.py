@@ -3,13 +3,16 @@
 A dataset is a shipped name (a file `datasets/NAME.jsonl` in the repository, listed by
 `debatekit datasets`) or the path of any JSONL file. Each line is one JSON object validated
 against the protocol's item model (by default `Item`); a row that does not fit raises a
-`DatasetError` naming the file, the line and the field.
+`DatasetError` naming the file, the line and the field. So does a truth no answer could ever
+equal (NaN or infinite; a multiple-choice answer that is not one of its option letters), which
+would otherwise be counted as a wrong answer on every run; `"answer": null` means no truth.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import random
 from pathlib import Path
@@ -17,6 +20,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from debatekit._base.answer_kinds import LETTERS
 from debatekit._base.validation import first_error
 from debatekit.records.schemas import DatasetInfo
 from debatekit.records.trace import item_folder_name
@@ -104,8 +108,8 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         The items and a `DatasetInfo` (name, path, sha256 of the file, item count).
 
     Raises:
-        DatasetError: unreadable file, non-UTF-8 bytes, bad JSON, a row that does not fit
-            the item model, duplicate ids, or no items.
+        DatasetError: unreadable file, non-UTF-8 bytes, bad JSON, a row nested too deeply, a row
+            that does not fit the item model, duplicate ids, or no items.
     """
     path = resolve(name_or_path)
     raw = path.read_bytes()
@@ -122,6 +126,8 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
             row = json.loads(line)
         except json.JSONDecodeError as exc:
             raise DatasetError(f"{path}: line {number} is not valid JSON ({exc.msg})") from exc
+        except RecursionError:  # thousands of nested brackets: one line, not a traceback
+            raise DatasetError(f"{path}: line {number} is nested too deeply to read") from None
         if not isinstance(row, dict):
             raise DatasetError(f"{path}: line {number} must be a JSON object, got {type(row).__name__}")
         _check_encodable(row, path, number)
@@ -130,6 +136,7 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         except ValidationError as exc:
             field, message = first_error(exc, default="row")
             raise DatasetError(f"{path}: line {number}, field {field!r}: {message}") from exc
+        _check_scorable(item, path, number)
         item_id = getattr(item, "id")
         if item_id in seen:
             raise DatasetError(f"{path}: line {number}: duplicate id {item_id!r} (first on line {seen[item_id]})")
@@ -154,6 +161,18 @@ def _check_encodable(row: dict, path: Path, number: int) -> None:
         except UnicodeEncodeError as exc:
             raise DatasetError(f"{path}: line {number}, field {field!r}: contains a lone surrogate "
                                f"({exc.object[exc.start:exc.end]!a}), which is not text") from exc
+
+
+def _check_scorable(item: BaseModel, path: Path, number: int) -> None:
+    """Refuse a truth no answer can equal, naming the line (no truth at all, None, is fine)."""
+    truth, choices = getattr(item, "answer", None), getattr(item, "choices", None) or []
+    if isinstance(truth, float) and not math.isfinite(truth):
+        raise DatasetError(f"{path}: line {number}, field 'answer': {truth} can never be scored; give a number, "
+                           "or null for no truth")
+    letters = LETTERS[: len(choices)]
+    if truth is not None and choices and not (isinstance(truth, str) and truth.strip().upper() in letters):
+        raise DatasetError(f"{path}: line {number}, field 'answer': {truth!r} is not the letter of one of its "
+                           f"{len(choices)} choices ({letters[0]}-{letters[-1]})")
 
 
 def arithmetic(n: int = 100, seed: int = 0) -> list[dict]:

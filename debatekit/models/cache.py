@@ -5,8 +5,9 @@ sha256 of the model, the messages, the sampling parameters and the output schema
 
 A damaged file (truncated, overwritten) is found when the cache opens: it is moved aside as
 `responses.sqlite.corrupt-<time>` with one warning and the run goes on with an empty cache. A
-read that fails later is a miss and a write that fails is skipped (one warning each): the cache
-only saves calls, it never fails a debate.
+read that fails later is a miss and a write that fails is skipped (one warning each), and so is a
+row that does not read back as a reply (`CachedReply`: a list, a number, a text that is not a
+string, edited in by hand or by another tool): the cache only saves calls, it never fails a debate.
 """
 
 from __future__ import annotations
@@ -19,6 +20,10 @@ import threading
 import time
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from debatekit._base.validation import first_error
+
 
 class CacheError(ValueError):
     """The cache folder cannot be used (not creatable, not writable); the message names it."""
@@ -28,6 +33,20 @@ def cache_key(model: str, messages: list[dict], params: dict, schema: dict | Non
     """Stable key of a request: anything that can change the reply is in it."""
     blob = json.dumps([model, messages, params, schema], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+class CachedReply(BaseModel):
+    """The shape a cached reply must have to be used (the reply dict the gateway stores); other keys pass."""
+
+    model_config = ConfigDict(strict=True, extra="allow")
+    text: str
+    finish_reason: str | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    prompt_seconds: float = 0.0
+    generation_seconds: float = 0.0
+    cost: float | None = None
 
 
 class ResponseCache:
@@ -78,21 +97,32 @@ class ResponseCache:
             self.path.with_name(self.path.name + suffix).unlink(missing_ok=True)
         return aside
 
-    def _warn_once(self, what: str, exc: Exception) -> None:
+    def _warn_once(self, what: str, why: str, outcome: str = "going on without it") -> None:
         if what not in self._warned:
             self._warned.add(what)
-            print(f"debatekit: warning: response cache {self.path}: {what} failed ({exc}); going on without it",
-                  file=sys.stderr)
+            print(f"debatekit: warning: response cache {self.path}: {what} failed ({why}); {outcome}", file=sys.stderr)
 
     def get(self, key: str) -> dict | None:
-        """The cached reply of `key`, or None (also when the cache cannot be read: a miss)."""
+        """The cached reply of `key`, or None: also when the cache cannot be read, or the row is no reply (a miss)."""
         try:
             with self._lock:
                 row = self._db.execute("SELECT value FROM replies WHERE key = ?", (key,)).fetchone()
-            return json.loads(row[0]) if row else None
-        except (sqlite3.Error, ValueError) as exc:
-            self._warn_once("a read", exc)
+        except sqlite3.Error as exc:
+            self._warn_once("a read", str(exc))
             return None
+        if row is None:
+            return None
+        try:
+            value = json.loads(row[0])
+            CachedReply.model_validate(value)
+        except ValidationError as exc:
+            field, message = first_error(exc, default="row")
+            self._warn_once("reading a row as a reply", f"field {field!r}: {message}", "asking the model again")
+            return None
+        except (ValueError, TypeError) as exc:  # not JSON, or not text
+            self._warn_once("reading a row as a reply", str(exc), "asking the model again")
+            return None
+        return value
 
     def put(self, key: str, value: dict) -> None:
         """Store a reply; a failed write (damaged file, full disk) is skipped."""
@@ -101,7 +131,7 @@ class ResponseCache:
                 self._db.execute("INSERT OR REPLACE INTO replies VALUES (?, ?)", (key, json.dumps(value)))
                 self._db.commit()
         except sqlite3.Error as exc:
-            self._warn_once("a write", exc)
+            self._warn_once("a write", str(exc))
 
     def __len__(self) -> int:
         with self._lock:

@@ -19,7 +19,7 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel
 
 from debatekit.records.schemas import DebateRecord
-from debatekit.records.trace import RunFolder, read_jsonl
+from debatekit.records.trace import RunFolder, RunFolderError, inside, read_jsonl
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")
@@ -110,23 +110,32 @@ def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = 
     review = Review(item_id=item_id, debate_id=entry.debate_id, verdict=verdict, note=note,
                     reviewer=user() if reviewer is None else reviewer, ts=time.time())
     try:
+        try:
+            folder.lock()
+            running = False
+        except RunFolderError:  # a run is writing the folder: it counts the verdicts itself when it ends
+            running = True
         folder.append(REVIEWS_FILE, review)
+        if folder.exists and not running:  # keep the run summary's review counts current
+            run = folder.read_run()
+            run.summary = {**run.summary, **counts(run_dir)}
+            folder.write_run(run)
     finally:
         folder.close()
-    if folder.exists:  # keep the run summary's review counts current
-        run = folder.read_run()
-        run.summary = {**run.summary, **counts(run_dir)}
-        folder.write_run(run)
     return review
 
 
 def describe(run_dir: Path | str, entry: ReviewItem, shows: Callable[[Path], list[str]] | None = None) -> str:
     """What a reviewer reads: the escalation, the final answer and what the protocol shows of the
-    debate (`shows`: the protocol's `review` hook, which reads the debate's folder)."""
+    debate (`shows`: the protocol's `review` hook, which reads the debate's folder).
+
+    Raises:
+        RunFolderError: the queue entry's `item_dir` leads out of the run folder.
+    """
     lines = [f"item {entry.item_id} ({entry.protocol}, debate {entry.debate_id})",
              f"escalation: {entry.escalation_reason or '-'}",
              f"final answer: {entry.final_answer if entry.final_answer is not None else '-'}"]
-    folder = Path(run_dir) / entry.item_dir
+    folder = inside(run_dir, entry.item_dir, f"{Path(run_dir) / QUEUE_FILE}, item {entry.item_id!r}")
     if shows is not None:
         lines.extend(shows(folder))
     other = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []

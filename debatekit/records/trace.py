@@ -4,11 +4,16 @@
 files are appended one whole line per `write` on an O_APPEND descriptor, so a line is either
 there or not; a torn last line from a kill is ignored when reading. `--resume` reads
 `debates.jsonl` and skips the items that finished.
+
+A folder has one writer at a time: a run holds an `flock` on its `.lock` file from start to end,
+and a second run on the same folder fails naming the first one's process. The system drops the
+lock when its holder dies, so a killed run never blocks `--resume`. Readers take no lock.
 """
 
 from __future__ import annotations
 
 import errno
+import fcntl
 import hashlib
 import json
 import os
@@ -24,6 +29,7 @@ from debatekit._base.validation import first_error
 from debatekit.records.schemas import DebateRecord, RunRecord
 
 RUN_FILE, EVENTS_FILE, DEBATES_FILE = "run.json", "events.jsonl", "debates.jsonl"
+LOCK_FILE = ".lock"
 
 
 class RunFolderError(ValueError):
@@ -50,6 +56,19 @@ def item_folder_name(item_id: str) -> str:
     if slug == item_id and slug.strip("."):
         return slug
     return f"{slug.strip('.') or 'item'}-{hashlib.sha256(item_id.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def inside(run_dir: Path | str, relative: str, source: str) -> Path:
+    """`run_dir / relative` resolved, for a path read from one of the run folder's own files (`source`).
+
+    Raises:
+        RunFolderError: the path leads out of the run folder (`..`, an absolute path, a link).
+    """
+    root = Path(run_dir).resolve()
+    path = (root / relative).resolve()
+    if not path.is_relative_to(root):
+        raise RunFolderError(f"{source}: the path {relative!r} leads out of the run folder {run_dir}")
+    return path
 
 
 def now() -> str:
@@ -90,7 +109,7 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, dict]]:
                 continue
             try:
                 yield number, json.loads(line)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 continue
 
 
@@ -117,6 +136,7 @@ class RunFolder:
     def __init__(self, path: Path | str):
         self.path = Path(path)
         self._fds: dict[str, int] = {}
+        self._lock: int | None = None
 
     @property
     def exists(self) -> bool:
@@ -144,6 +164,26 @@ class RunFolder:
             self.path.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise RunFolderError(f"cannot create run folder {self.path}: {exc.strerror}") from exc
+
+    def lock(self) -> None:
+        """Hold the folder as its only writer until `close` (the folder must exist).
+
+        Raises:
+            RunFolderError: another process holds it; the message gives that process's id.
+        """
+        if self._lock is not None:
+            return
+        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(fd)
+            raise RunFolderError(f"run folder {self.path} is in use by process {holder} (another debatekit run "
+                                 "writes there); wait for it to end, or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        self._lock = fd
 
     def append(self, name: str, record: BaseModel) -> None:
         """Append one record as one line (a single write on an O_APPEND descriptor)."""
@@ -203,6 +243,10 @@ class RunFolder:
         return list(read_jsonl(self.path / EVENTS_FILE))
 
     def close(self) -> None:
+        """Close the open files and give up the lock, if this folder holds it."""
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        if self._lock is not None:
+            os.close(self._lock)  # closing the descriptor releases the flock
+            self._lock = None

@@ -31,6 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from debatekit._base.answer_kinds import ANSWER_TEXT, LETTERS
+from debatekit.models.gateway import capped
 from debatekit.protocols.shared import extract
 from debatekit.protocols.shared.fields import as_probability
 
@@ -199,9 +200,10 @@ def _text_model(kind: str, choices: tuple[str, ...], confidence: bool = False) -
         found = extract.extract(kind, text, list(choices), marked_only=not finished)
         if found is None:
             raise ValueError(f"no final answer ({ANSWER_TEXT[kind][0]}) found in the reply")
+        reasoning = capped(text)  # as stored and shown to other agents: a huge reply is cut, as its text is
         if confidence:
-            return cls(reasoning=text, answer=found, confidence=extract.confidence(text))
-        return cls(reasoning=text, answer=found)
+            return cls(reasoning=reasoning, answer=found, confidence=extract.confidence(text))
+        return cls(reasoning=reasoning, answer=found)
 
     model.from_text = classmethod(from_text)
     model.reads_unfinished = True  # a cut-off reply is read only where it states its answer

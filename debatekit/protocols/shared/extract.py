@@ -36,6 +36,10 @@ no answer (the caller counts that as a parse failure).
 - text: the segment after the marker (its first line), else the last non-empty line; a
   `\\boxed{...}` in it is read as its content.
 
+debatekit's own marker at the end of a reply too long to keep (`gateway.TRUNCATED`, which names the
+character limit) is never read: it is taken out, and the reply, whose end is lost, is read as one
+cut off at the token limit (only where it states its answer, `marked_only`).
+
 `confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same
 way: the last such line of the reply.
 """
@@ -48,6 +52,7 @@ from functools import lru_cache
 from typing import Any
 
 from debatekit._base.answer_kinds import LETTERS
+from debatekit.models.gateway import TRUNCATED
 from debatekit.protocols.shared.fields import as_probability
 
 MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
@@ -61,6 +66,8 @@ _AMOUNT = r"(-?)[$€£]?(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)
 AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d)")  # stated: `-$1,250.5`, `3/4`
 OPTION_VALUE = re.compile(r"[$€£]?\s*" + _AMOUNT + r"\s*(%|[^\W\d_]+)?")  # an option that is a number
 JOINED = re.compile(r"[\s$]*(?:,|/|&|or|and)[\s$]*")  # between two options named as alternatives
+_CUT = re.escape(TRUNCATED).replace(re.escape("{more}"), r"\d+").replace(re.escape("{limit}"), r"\d+")
+TRUNCATION, TRUNCATED_END = re.compile(_CUT), re.compile(_CUT + r"\s*\Z")  # debatekit's words, not the model's
 
 
 class _Unread(Exception):
@@ -70,6 +77,8 @@ class _Unread(Exception):
 def extract(kind: str, text: str, choices: list[str] | None = None, marked_only: bool = False) -> Any:
     """The final answer of `kind` in a free-text reply, or None if there is none; with `marked_only`
     (a reply cut off before its end) only a marker's segment or a box is read, never the whole reply."""
+    text, cut = model_text(text)
+    marked_only = marked_only or cut
     clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
     if kind == "choice":
         clean = _plain_math(clean)
@@ -92,8 +101,13 @@ def confidence(text: str) -> float | None:
     return _last_probability(CONFIDENCE, text)
 
 
+def model_text(text: str) -> tuple[str, bool]:
+    """`text` without debatekit's truncation markers, and whether it ends with one (its end was cut)."""
+    return TRUNCATION.sub("", text), TRUNCATED_END.search(text) is not None
+
+
 def _last_probability(pattern: re.Pattern, text: str) -> float | None:
-    found = pattern.findall(text.replace("*", ""))
+    found = pattern.findall(model_text(text)[0].replace("*", ""))
     return as_probability(found[-1]) if found else None
 
 
@@ -252,7 +266,7 @@ def labelled(text: str, label: str) -> str | None:
     For the extra last lines a role gives besides its answer (`Preference: yes`, `Confidence: 0.8`).
     """
     pattern = re.compile(rf"^[^:\n]{{0,40}}?\b{re.escape(label)}\s*:[ \t]*(.*?)\s*$", re.IGNORECASE | re.MULTILINE)
-    found = pattern.findall(text.replace("*", "").replace("`", ""))
+    found = pattern.findall(model_text(text)[0].replace("*", "").replace("`", ""))
     return found[-1].strip(" .") if found else None
 PROBABILITY = re.compile(r"\b(?:probability|confidence)\s*(?:is\b|:|=)\s*:?\s*((?:\d+(?:\.\d+)?|\.\d+)\s*%?)",
                          re.IGNORECASE)

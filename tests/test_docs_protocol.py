@@ -1,4 +1,5 @@
-"""The README's two-agent protocol example runs as written, end to end, on a scripted model."""
+"""The two-agent protocol example of the tutorial "Writing your own protocol" runs as written, end to end,
+on a scripted model."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def example_code() -> str:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "tutorials" / "own-protocol.md").read_text()
     section = text[text.index("### Your own protocol"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
@@ -25,8 +26,8 @@ def test_the_example_is_short_and_complete():
     assert "@protocol(\"pair\")" in code and "debate.rounds(" in code
 
 
-def test_the_readme_protocol_debates_until_the_two_agents_agree(tmp_path, arithmetic_file, model_from):
-    exec(compile(example_code(), "README.md", "exec"), {"__name__": "readme_pair"})
+def test_the_tutorial_protocol_debates_until_the_two_agents_agree(tmp_path, arithmetic_file, model_from):
+    exec(compile(example_code(), "own-protocol.md", "exec"), {"__name__": "readme_pair"})
     seen = {}
 
     def fn(req):
