@@ -84,8 +84,10 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sub.add_parser("datasets", help="list shipped datasets")
-    models = sub.add_parser("models", help="list models and their state; `models pull` assembles the local model")
+    models = sub.add_parser("models", help="list models and their state; `models pull [NAME]` assembles a local model")
     models.add_argument("action", nargs="?", choices=["list", "pull"], default="list")
+    models.add_argument("name", nargs="?", metavar="NAME",
+                        help="the local model to pull (default: the default one), e.g. qwen2.5-coder-0.5b-instruct")
     return parser
 
 
@@ -270,11 +272,13 @@ def cmd_models(args) -> int:
     from debatekit.models.kinds import default_model
 
     if args.action == "pull":
-        local.pull()
+        local.pull(args.name.removeprefix("local/") if args.name else local.DEFAULT_LOCAL)
         return 0
+    if args.name:
+        raise ValueError("a model NAME goes with `debatekit models pull NAME`")
     print(f"default: {default_model()}")
     for row in local.status():
-        print(f"{row['model']:40} {row['state']:10} {row['path']}")
+        print(f"{row['model']:36} {row['state']:10}  {row['path']}")
     print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "
           "local/path/to/file.gguf")
     print(engine_line())

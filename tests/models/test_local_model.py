@@ -103,3 +103,51 @@ def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_
                                                     max_tokens=600))
     assert done.faults[:2] == ["parse", "loop"], done.faults
     assert done.calls == 2 and done.completion_tokens < 600 + 200
+
+
+def test_both_embedded_models_are_listed_with_their_state(tmp_path, monkeypatch, capsys):
+    from debatekit.cli.app import main
+
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    spec = local.KNOWN["qwen2.5-coder-0.5b-instruct"]
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / spec.filename).write_bytes(b"\0" * 16)  # the wrong size: not assembled
+    assert main(["models"]) == 0
+    rows = {line.split()[0]: line for line in capsys.readouterr().out.splitlines() if line.startswith("local/")}
+    assert set(rows) == {"local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"}
+    assert "not assembled (debatekit models pull qwen2.5-coder-0.5b-instruct)" in rows["local/qwen2.5-coder-0.5b-instruct"]
+
+
+def test_models_pull_name_assembles_that_model(monkeypatch, capsys):
+    from debatekit.cli.app import main
+
+    pulled = []
+    monkeypatch.setattr(local, "pull", lambda name=local.DEFAULT_LOCAL, say=print: pulled.append(name))
+    assert main(["models", "pull", "local/qwen2.5-coder-0.5b-instruct"]) == 0
+    assert main(["models", "pull"]) == 0
+    assert pulled == ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
+    assert main(["models", "list", "qwen2.5-coder-0.5b-instruct"]) == 2
+    assert "goes with `debatekit models pull NAME`" in capsys.readouterr().err
+
+
+def test_each_known_model_has_an_extra_that_installs_exactly_its_parts():
+    import tomllib
+    from pathlib import Path
+
+    extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]
+    for spec in local.KNOWN.values():
+        parts = sorted(d for d in extras[spec.extra] if d.startswith(spec.package))
+        assert parts == sorted(f"{spec.part_package(n)}=={spec.version}" for n in range(1, spec.parts + 1))
+
+
+def test_a_wrong_hash_names_the_extra_that_reinstalls_the_parts(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    parts = [b"small-1", b"small-2"]
+    fake = PartsModel(name="small", package="small-part", version="0", parts=2, size=14, sha256="0" * 64,
+                      extra="local-small")
+    monkeypatch.setitem(local.KNOWN, "small", fake)
+    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda b=b: io.BytesIO(b) for b in parts]))
+    with pytest.raises(LocalModelError, match=r"pip install --force-reinstall 'debatekit\[local-small\]'"):
+        local.pull("small", say=lambda msg: None)
+    assert not list((tmp_path / "models").glob("small*"))
