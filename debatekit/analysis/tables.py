@@ -117,7 +117,16 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
             debates.append(_debate_row(d, run_row))
             rounds.extend(_round_rows(d))
         turns.extend(folder.events())
-    return Tables(pd.DataFrame(runs), pd.DataFrame(debates), pd.DataFrame(rounds), _turns_frame(turns))
+    calls = _turns_frame(turns)
+    return Tables(pd.DataFrame(runs), pd.DataFrame(debates), _with_models(pd.DataFrame(rounds), calls), calls)
+
+
+def _with_models(rounds: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
+    """Each agent's model in each round, from its calls, so a mixed-model debate splits by model."""
+    if rounds.empty or calls.empty or not {"debate_id", "round", "agent", "model"} <= set(calls):
+        return rounds
+    used = calls.groupby(["debate_id", "round", "agent"])["model"].last().reset_index()
+    return rounds.merge(used, on=["debate_id", "round", "agent"], how="left")
 
 
 def _debate_row(d: DebateRecord, run: dict) -> dict:

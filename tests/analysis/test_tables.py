@@ -96,3 +96,19 @@ def test_summary_counts_escalations_by_target():
                rec(5, "council")]
     summary = summarize(debates)
     assert summary["escalated_to"] == {"council": 2, "human": 2} and summary["needs_human_review"] == 2
+
+
+def test_the_rounds_table_says_which_model_each_agent_used(tmp_path, arithmetic_file, model_from):
+    from debatekit.analysis import load_runs
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    strong = model_from(lambda req: {"reasoning": "sum", "answer": 10})
+    weak = model_from(lambda req: {"reasoning": "guess", "answer": 7})
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=2, model=strong,
+                           params={"agents": ["ann", "bob", "cy"], "rounds": 2, "stop_on_agreement": False,
+                                   "models": {"cy": weak}}), tmp_path / "mixed", progress=False)
+    rounds = load_runs([result.path]).rounds
+    used = rounds.groupby("agent")["model"].unique().map(list).to_dict()
+    assert used == {"ann": [strong], "bob": [strong], "cy": [weak]}
+    assert len(rounds) == 2 * 2 * 3 and rounds["model"].notna().all()
