@@ -101,3 +101,17 @@ def test_the_run_table_of_a_society_of_mind_run_prints_the_decomposition(tmp_pat
     assert "debate or vote, inside this run" in out
     line = next(line for line in out.splitlines() if line.startswith("debate@3") and "vote@1" in line)
     assert "0.67 vs 0.33" in line and "+0.33" in line
+
+
+def test_a_debate_that_stopped_on_agreement_is_carried_to_the_last_round_of_its_run(tmp_path, arithmetic_file,
+                                                                                    model_from):
+    # default rounds (2) and the default early stop: q2 agrees in round 1 and stops there
+    table = {("q1", 1): [10, 11, 11], ("q1", 2): [10, 10, 11],
+             ("q2", 1): [20, 20, 20],
+             ("q3", 1): [31, 32, 30], ("q3", 2): [30, 30, 32]}
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model_from(script(table)),
+                  params={"agents": 3}), tmp_path / "som", progress=False)
+    frame = decompose(load_runs([tmp_path / "som"])).set_index(["item_id", "config"])
+    assert set(frame.xs("debate@2", level="config").index) == {"q1", "q2", "q3"}  # q2 carried, not dropped
+    assert frame.loc[("q2", "debate@2"), "correct"] == frame.loc[("q2", "vote@1"), "correct"] == True  # noqa: E712
+    assert frame.loc[("q1", "debate@2"), "correct"] and frame.loc[("q3", "debate@2"), "correct"]
