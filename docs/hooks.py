@@ -29,7 +29,8 @@ PLOTLY_JS = "assets/plotly.min.js"
 
 
 def _protocols():
-    sys.path.insert(0, str(ROOT))
+    if str(ROOT) not in sys.path:
+        sys.path.insert(0, str(ROOT))
     from debatekit import registry
     from debatekit.cli import protocols
 
@@ -109,9 +110,9 @@ def protocol_page(spec, protocols) -> str:
         lines += ["## Output", "", f"Each debate's `output` fits `{spec.output.__name__}` "
                   f"(`debatekit protocols --schema {spec.name}` prints its JSON schema):", "",
                   "| field | type | meaning |", "|---|---|---|"]
+        properties = spec.output.model_json_schema().get("properties", {})
         for field, info in spec.output.model_fields.items():
-            schema = spec.output.model_json_schema().get("properties", {}).get(field, {})
-            lines.append(f"| `{field}` | {_cell(protocols.type_text(schema, info.annotation))} | "
+            lines.append(f"| `{field}` | {_cell(protocols.type_text(properties.get(field, {}), info.annotation))} | "
                          f"{_cell(info.description or '')} |")
         lines.append("")
     if spec.item_model.__name__ != "Item":

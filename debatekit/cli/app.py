@@ -196,11 +196,10 @@ def summary_table(results) -> str:
                      *_parse_failures(s),
                      " ".join(f"{n} {to}" for to, n in s.get("escalated_to", {}).items()) or "0",
                      f"{s['wall_s']:.0f}"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    from debatekit.analysis.paired import aligned
+
     where = "\n".join(f"trace: {r.path}" for r in results)
-    return "\n".join(lines) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
+    return "\n".join(aligned(rows)) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
 
 
 def _parse_failures(summary: dict) -> tuple[str, str, str]:
