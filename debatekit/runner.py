@@ -24,6 +24,7 @@ from debatekit._base.signals import SigtermCancels, Terminated, stop_reason
 from debatekit.analysis import summarize
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
+from debatekit.models import shared_engine
 from debatekit.models.cache import ResponseCache
 from debatekit.models.credentials import model_options_public
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
@@ -66,6 +67,15 @@ def public_config(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"model_options": model_options_public(config.model_options)})
 
 
+def local_models(models: list[str], config: RunConfig, options: dict) -> list[str]:
+    """The embedded models among `models` that this process's engine will load (a `local/` model
+    given an `api_base` is served elsewhere), by name."""
+    routed = {m for m in models if "api_base" in config.model_options.get(m, {})}
+    if options.get("api_base"):
+        routed.add(config.run_model)
+    return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local" and m not in routed]
+
+
 def default_out(config: RunConfig) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     name = Path(config.dataset).stem
@@ -82,9 +92,11 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     if config.call_timeout is None:  # resolved and recorded in run.json
         config = config.model_copy(update={"call_timeout": policy(model).call_timeout})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
-    for named in (model, *spec.models_in(config.params)):
-        check_model(named)
+    named = [model, *spec.models_in(config.params)]
+    for one_model in named:
+        check_model(one_model)
     options = connection_options(config)
+    await asyncio.to_thread(shared_engine.preflight, local_models(named, config, options))
     folder = RunFolder(out or default_out(config))
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
     try:

