@@ -15,6 +15,7 @@ import json
 import shutil
 import sys
 import textwrap
+import types
 import typing
 from typing import Any
 
@@ -71,9 +72,7 @@ def type_text(schema: dict, hint: Any = None) -> str:
     """A JSON schema in a few words: `integer 1..10`, `"text" | "json"`, `list of string`; where the
     schema says nothing (a parameter checked by its own validator), the annotation it was given."""
     if not set(schema) - {"title", "default", "description"} and hint is not None:
-        if typing.get_origin(hint) is typing.Annotated:
-            hint = typing.get_args(hint)[0]
-        return str(hint).replace("typing.", "")
+        return hint_text(hint)
     if "enum" in schema:
         return " | ".join(json.dumps(v) for v in schema["enum"])
     if "const" in schema:
@@ -92,6 +91,25 @@ def type_text(schema: dict, hint: Any = None) -> str:
     if low is not None or high is not None:
         return f"{kind} {'' if low is None else low}..{'' if high is None else high}"
     return kind
+
+
+SCHEMA_WORDS = {int: "integer", float: "number", str: "string", bool: "boolean", type(None): "null"}
+
+
+def hint_text(hint: Any) -> str:
+    """A type annotation in the words `type_text` uses for schemas: `integer | list of string`."""
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is typing.Annotated:
+        return hint_text(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return " | ".join(dict.fromkeys(hint_text(a) for a in args))
+    if origin is list and args:
+        return f"list of {hint_text(args[0])}"
+    if origin is dict and len(args) == 2:
+        return f"mapping to {hint_text(args[1])}"
+    if hint in SCHEMA_WORDS:
+        return SCHEMA_WORDS[hint]
+    return getattr(hint, "__name__", str(hint).replace("typing.", ""))
 
 
 def table(rows: list[dict]) -> str:

@@ -148,10 +148,11 @@ def test_ctrl_c_exits_at_once_while_the_local_engine_still_generates(monkeypatch
 def test_the_local_engine_counts_generations_still_running_on_its_threads(monkeypatch):
     import threading
 
-    from debatekit.models import local
+    from debatekit.models import cores, local
 
     engine = local.Engine.__new__(local.Engine)
     engine.in_flight, engine._count, release = 0, threading.Lock(), threading.Event()
+    engine.turns = cores.Turns()
     engine._chat = lambda request, cancelled=None: release.wait(5) and {"choices": []}
     monkeypatch.setattr(local, "_engines", {"m": engine})
     worker = threading.Thread(target=engine.chat, args=({},))
