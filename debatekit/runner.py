@@ -27,6 +27,7 @@ from debatekit.engine import Debate, Limits, Outcome
 from debatekit.models import shared_engine
 from debatekit.models.cache import ResponseCache
 from debatekit.models.credentials import model_options_public
+from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
 from debatekit.models.local import cache_dir
@@ -67,13 +68,9 @@ def public_config(config: RunConfig) -> RunConfig:
     return config.model_copy(update={"model_options": model_options_public(config.model_options)})
 
 
-def local_models(models: list[str], config: RunConfig, options: dict) -> list[str]:
-    """The embedded models among `models` that this process's engine will load (a `local/` model
-    given an `api_base` is served elsewhere), by name."""
-    routed = {m for m in models if "api_base" in config.model_options.get(m, {})}
-    if options.get("api_base"):
-        routed.add(config.run_model)
-    return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local" and m not in routed]
+def local_models(models: list[str]) -> list[str]:
+    """The embedded models among the model strings `models`, by name, each once."""
+    return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local"]
 
 
 def default_out(config: RunConfig) -> Path:
@@ -96,7 +93,6 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     for one_model in named:
         check_model(one_model)
     options = connection_options(config)
-    await asyncio.to_thread(shared_engine.preflight, local_models(named, config, options))
     folder = RunFolder(out or default_out(config))
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
     try:
@@ -112,6 +108,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.answered} if resume else set()
     todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
 
+    own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
     gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
                                  timeout=config.call_timeout, model_options=config.model_options)
     if options:
@@ -143,9 +140,15 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
             stats = gateway.stats
             bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], tokens=stats["tokens"], refresh=False)
 
-    tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
+    tasks: list[asyncio.Future] = []
     sigterm = SigtermCancels()  # a batch scheduler's stop is handled like Ctrl-C
     try:
+        if todo and own_gateway:  # before the first item: each local model named assembled, verified, fitting
+            try:
+                await asyncio.to_thread(shared_engine.preflight, local_models(named))
+            except LocalModelError as exc:
+                raise ModelSetupError(str(exc)) from exc
+        tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
         await asyncio.gather(*tasks)
         # dead after its first calls, or (a run too short to tell) never answered at all
         fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))

@@ -14,7 +14,6 @@ oversubscribe the cores) or with half of them.
 
 from __future__ import annotations
 
-import itertools
 import os
 import sys
 import threading
@@ -38,8 +37,8 @@ def claim(where: Path) -> int:
     with open(where.parent / "threads.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         mine = where / str(os.getpid())
-        if mine.exists() and int(mine.read_text() or 0) > 0:
-            return int(mine.read_text())
+        if _claimed.get(where) is not None and _claimed[where][0] == os.getpid():
+            return _claimed[where][1]
         used = 0
         for entry in where.glob("*"):
             pid = int(entry.name) if entry.name.isdigit() else -1
@@ -54,7 +53,11 @@ def claim(where: Path) -> int:
             print(f"[debatekit] warning: local engines of other processes hold all {total} cores; this one gets 1 "
                   f"thread (set DEBATEKIT_LOCAL_ENGINE=shared to share one engine)", file=sys.stderr)
         mine.write_text(str(threads))
+        _claimed[where] = (os.getpid(), threads)
     return threads
+
+
+_claimed: dict[Path, tuple[int, int]] = {}  # claims folder -> (pid, threads) this process holds (a fork re-claims)
 
 
 def _alive(pid: int) -> bool:
@@ -72,35 +75,41 @@ def _alive(pid: int) -> bool:
 class Turns:
     """The engines of one process take turns on its threads.
 
-    A call of engine E enters `turn(E)` for its whole generation. It goes ahead at once if E holds
-    the turn (or nobody does) and no call of another engine has been waiting since before it;
-    otherwise it waits. When the last running call of the engine holding the turn ends, the turn
-    passes to the engine of the oldest waiting call, and that engine's waiting calls all go ahead
-    together (llama.cpp batches them on its slots). So calls of one engine still run in parallel,
-    two engines never decode at the same moment, and neither starves the other.
+    A call of engine E enters `turn(E)` for its whole generation and waits for E's turn. When the
+    turn is free it goes to the engine of the oldest waiting call, and every call of that engine
+    already waiting goes with it (llama.cpp batches them on its slots), whatever the order in which
+    the two engines' calls arrived. A call of the engine holding the turn that arrives later goes at
+    once unless a call of another engine is waiting since before it; then it waits for the next
+    turn. The turn is free again when the last running call of its holder ends. So calls of one
+    engine still run in parallel, two engines never decode at the same moment, and neither starves.
     """
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
-        self._tickets = itertools.count()
-        self._waiting: dict[int, Hashable] = {}  # ticket -> engine, in arrival order
+        self._next = 0  # the next ticket
+        self._waiting: dict[int, Hashable] = {}  # ticket -> engine
+        self._batch = 0  # tickets below this, of the holder, joined the turn when it was handed over
         self.holder: Hashable | None = None  # the engine whose calls are running, None when none is
-        self._last: Hashable | None = None
         self.running = 0
-        self.handovers = 0  # times the turn passed from one engine to another (for benchmarks)
+        self._last: Hashable | None = None
+        self.handovers = 0  # times the turn passed from one engine to another (for benchmarks and tests)
 
     @contextmanager
     def turn(self, engine: Hashable) -> Iterator[None]:
         with self._cond:
-            ticket = next(self._tickets)
+            ticket, self._next = self._next, self._next + 1
             self._waiting[ticket] = engine
-            while not self._may_go(ticket, engine):
-                self._cond.wait()
-            del self._waiting[ticket]
-            if engine != self._last:
-                self.handovers += 1 if self._last is not None else 0
+            try:
+                while not self._may_go(ticket, engine):
+                    self._cond.wait()
+            finally:  # also when the wait is interrupted (KeyboardInterrupt): the ticket must not linger
+                del self._waiting[ticket]
+                self._cond.notify_all()
+            if self.holder is None:
+                self.holder, self._batch = engine, self._next
+                if self._last is not None and self._last != engine:
+                    self.handovers += 1
                 self._last = engine
-            self.holder = engine
             self.running += 1
         try:
             yield
@@ -112,7 +121,8 @@ class Turns:
                 self._cond.notify_all()
 
     def _may_go(self, ticket: int, engine: Hashable) -> bool:
-        older_other = any(t < ticket and e != engine for t, e in self._waiting.items())
         if self.holder is None:
-            return not older_other
-        return self.holder == engine and not older_other
+            return min(self._waiting) == ticket or self._waiting[min(self._waiting)] == engine
+        if self.holder != engine:
+            return False
+        return ticket < self._batch or not any(t < ticket and e != engine for t, e in self._waiting.items())

