@@ -40,7 +40,8 @@ SYSTEM = "Solve the math problem step by step, then end with: The answer is N."
 def questions(n: int) -> list[str]:
     from debatekit.datasets import loading
 
-    return [item.question for item in loading.load("gsm8k", limit=n)]
+    items, _ = loading.load("gsm8k", limit=n)
+    return [item.question for item in items]
 
 
 def request(question: str, max_tokens: int) -> dict:
