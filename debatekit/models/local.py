@@ -197,9 +197,9 @@ class Engine:
     def __init__(self, path: Path, slots: int, ctx_per_slot: int = 4096, *, port: int = 0,
                  host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None,
                  threads: int | None = None, turns: cores.Turns | None = None):
-        """`threads`: default the process's claim (`cores.claim`). `turns`: the engines that take
-        turns on those threads (default `TURNS`, all engines of the process); an engine given a
-        `cores.Turns()` of its own runs beside the others (benchmarks compare the two)."""
+        """`threads`: default the process's claim (`cores.claim`). `turns`: the engines it takes
+        turns with; default: none, it generates beside the process's other engines (measured
+        fastest on 2 cores), or all of them (`TURNS`) with $DEBATEKIT_LOCAL_MIX=turns."""
         try:
             import xllamacpp
         except ImportError as exc:
@@ -222,7 +222,7 @@ class Engine:
         if alias:
             params.model_alias = {alias}
         self.path, self.slots, self.threads = path, slots, threads
-        self.turns = turns or TURNS
+        self.turns = turns or (TURNS if mix() == "turns" else cores.Turns())
         self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
         self.router = SlotRouter(slots) if self.cache.reuse else None
         self.server = xllamacpp.Server(params)
@@ -382,7 +382,15 @@ def busy() -> bool:
 
 _engines: dict[Path, Engine] = {}
 _lock = threading.Lock()
-TURNS = cores.Turns()  # the engines of this process (one per local model) take turns on its threads
+TURNS = cores.Turns()  # with DEBATEKIT_LOCAL_MIX=turns, the engines of this process take turns on its threads
+
+
+def mix() -> str:
+    """How a process's engines share its threads: `together` (default) or `turns` ($DEBATEKIT_LOCAL_MIX)."""
+    value = (os.environ.get("DEBATEKIT_LOCAL_MIX") or "together").strip().lower()
+    if value not in ("together", "turns"):
+        raise LocalModelError(f"DEBATEKIT_LOCAL_MIX must be together or turns, got {value!r}")
+    return value
 
 
 def slots() -> int:

@@ -165,66 +165,91 @@ def test_a_second_engine_of_a_process_gets_the_process_claim_not_a_second_one(tm
     assert (where / str(os.getpid())).read_text() == str(first)
 
 
-def test_two_engines_loaded_in_one_process_share_its_threads_and_take_turns(tmp_path, monkeypatch):
-    """Through `local.engine` and `Engine.chat`, on a stand-in for xllamacpp whose generations block."""
-    inside, lock, gates = [], threading.Lock(), {}
+class BlockingEngines:
+    """`local.engine` for two .gguf paths, on a stand-in for xllamacpp whose generations block
+    until the test opens their gate; `inside` lists the generations that started, in order."""
 
-    class Server:
-        listening_address = "http://127.0.0.1:1"
+    def __init__(self, tmp_path, monkeypatch):
+        self.inside, self.gates, lock = [], {}, threading.Lock()
+        outer = self
 
-        def __init__(self, params):
-            self.path = params.model.path
+        class Server:
+            listening_address = "http://127.0.0.1:1"
 
-        def handle_chat_completions(self, request, on_chunk):
-            key = request["messages"][-1]["content"]
-            with lock:
-                inside.append((self.path, key))
-            assert gates[key].wait(WAIT)
-            on_chunk({"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}],
-                      "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
-            return None
+            def __init__(self, params):
+                self.path = params.model.path
 
-    class Params:
-        def __init__(self):
-            self.model = types.SimpleNamespace(path="")
-            self.cpuparams, self.cpuparams_batch = types.SimpleNamespace(), types.SimpleNamespace()
+            def handle_chat_completions(self, request, on_chunk):
+                key = request["messages"][-1]["content"]
+                with lock:
+                    outer.inside.append(key)
+                assert outer.gates[key].wait(WAIT)
+                on_chunk({"choices": [{"delta": {"content": "ok"}, "finish_reason": "stop"}],
+                          "usage": {"prompt_tokens": 3, "completion_tokens": 1}})
 
-    monkeypatch.setitem(sys.modules, "xllamacpp", types.SimpleNamespace(CommonParams=Params, Server=Server))
-    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
-    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
-    monkeypatch.setattr(local, "_engines", {})
-    monkeypatch.setattr(local, "TURNS", cores.Turns())
-    for name in ("big.gguf", "small.gguf"):
-        (tmp_path / name).write_bytes(b"")
-    big, small = local.engine(str(tmp_path / "big.gguf")), local.engine(str(tmp_path / "small.gguf"))
+        class Params:
+            def __init__(self):
+                self.model = types.SimpleNamespace(path="")
+                self.cpuparams, self.cpuparams_batch = types.SimpleNamespace(), types.SimpleNamespace()
+
+        monkeypatch.setitem(sys.modules, "xllamacpp", types.SimpleNamespace(CommonParams=Params, Server=Server))
+        monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+        monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+        monkeypatch.setattr(local, "_engines", {})
+        monkeypatch.setattr(local, "TURNS", cores.Turns())
+        for name in ("big.gguf", "small.gguf"):
+            (tmp_path / name).write_bytes(b"")
+        self.big, self.small = local.engine(str(tmp_path / "big.gguf")), local.engine(str(tmp_path / "small.gguf"))
+        self.calls = []
+
+    def ask(self, engine, key):
+        self.gates[key] = threading.Event()
+        self.calls.append(_start(engine.chat, {"messages": [{"role": "user", "content": key}]}))
+
+    def finish(self):
+        for gate in self.gates.values():
+            gate.set()
+        for t in self.calls:
+            t.join(WAIT)
+
+
+def test_two_engines_of_one_process_share_its_threads_and_generate_at_once_by_default(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEBATEKIT_LOCAL_MIX", raising=False)
+    engines = BlockingEngines(tmp_path, monkeypatch)
+    big, small = engines.big, engines.small
     assert big is not small and big.threads == small.threads == max(1, os.cpu_count() or 1)
+    assert big.turns is not small.turns
+    engines.ask(big, "b1")
+    engines.ask(big, "b2")
+    engines.ask(small, "s1")
+    assert _eventually(lambda: sorted(engines.inside) == ["b1", "b2", "s1"])  # all three generating at once
+    engines.finish()
+
+
+def test_with_local_mix_turns_the_engines_of_a_process_take_turns(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_MIX", "turns")
+    engines = BlockingEngines(tmp_path, monkeypatch)
+    big, small = engines.big, engines.small
     assert big.turns is small.turns is local.TURNS
-
-    def ask(engine, key):
-        gates[key] = threading.Event()
-        return _start(engine.chat, {"messages": [{"role": "user", "content": key}]})
-
-    def started(n):
-        for _ in range(WAIT * 100):
-            if len(inside) >= n:
-                return True
-            threading.Event().wait(0.01)
-        return False
-
-    calls = [ask(big, "b1"), ask(big, "b2")]
-    assert started(2)  # the big model's two calls generate together (batched on its slots)
-    calls.append(ask(small, "s1"))
+    engines.ask(big, "b1")
+    engines.ask(big, "b2")
+    assert _eventually(lambda: len(engines.inside) == 2)  # the big model's two calls generate together
+    engines.ask(small, "s1")
     threading.Event().wait(0.2)
-    assert [key for _, key in inside] in (["b1", "b2"], ["b2", "b1"])  # the small model waits its turn
-    gates["b1"].set()
+    assert sorted(engines.inside) == ["b1", "b2"]  # the small model waits its turn
+    engines.gates["b1"].set()
     threading.Event().wait(0.1)
-    assert len(inside) == 2  # still waiting: one big call is generating
-    gates["b2"].set()
-    assert started(3) and inside[-1][1] == "s1"
-    gates["s1"].set()
-    for t in calls:
-        t.join(WAIT)
+    assert len(engines.inside) == 2  # still waiting: one big call is generating
+    engines.gates["b2"].set()
+    assert _eventually(lambda: engines.inside[-1:] == ["s1"])
+    engines.finish()
     assert local.TURNS.handovers == 1
+
+
+def test_a_bad_local_mix_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_MIX", "sometimes")
+    with pytest.raises(LocalModelError, match="DEBATEKIT_LOCAL_MIX must be together or turns, got 'sometimes'"):
+        local.mix()
 
 
 # --- checks before the first item ---------------------------------------------------------------
@@ -376,4 +401,4 @@ def test_a_debate_mixing_the_two_embedded_models_records_each_agents_model(tmp_p
     assert {e["model"] for e in events} == {big, small}
     assert all(e["completion_tokens"] > 0 and e["error"] is None for e in events)
     used = load_runs([result.path]).rounds.groupby("agent")["model"].unique().map(list).to_dict()
-    assert sorted(used.values()) == [[big], [small]]
+    assert sorted(used.values()) == [[small], [big]]  # one agent on each model ("0.5b" sorts first)
