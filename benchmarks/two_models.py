@@ -4,10 +4,11 @@ A debate that mixes models (issue 33: agents on the 1.5B and the 0.5B model, or 
 loads one engine per model in the same process. Three ways for them to share the cores, each on
 freshly loaded engines, each given the same workload:
 
-- `turns` (debatekit's default): both engines use every core and take turns (`cores.Turns`): one
-  engine generates while the other has nothing running, calls of one engine batched together.
-- `together`: both engines use every core and generate at the same moment (the threads
-  oversubscribe the cores: llama.cpp's threads wait for each other at every step).
+- `turns` (`DEBATEKIT_LOCAL_MIX=turns`): both engines use every core and take turns
+  (`cores.Turns`): one engine generates while the other has nothing running, calls of one engine
+  batched together.
+- `together` (debatekit's default, since it measured fastest): both engines use every core and
+  generate at the same moment (twice as many threads as cores).
 - `split`: each engine gets half of the cores and they generate at the same moment.
 
 The workload is `--rounds` mixed rounds, like a debate round of agents on (1.5B, 1.5B, 0.5B): in each,
@@ -72,7 +73,7 @@ def timed(engine, req: dict) -> dict:
 
 
 def mixed_rounds(engines: dict, qs: list[str], rounds: int, max_tokens: int) -> dict:
-    walls, per_model = [], {BIG: [0, 0.0], SMALL: [0, 0.0]}
+    walls, per_model = [], {BIG: 0, SMALL: 0}
     with ThreadPoolExecutor(max_workers=3) as pool:
         for r in range(rounds):
             plan = [(BIG, qs[3 * r]), (BIG, qs[3 * r + 1]), (SMALL, qs[3 * r + 2])]
@@ -81,12 +82,12 @@ def mixed_rounds(engines: dict, qs: list[str], rounds: int, max_tokens: int) -> 
             done = [(name, f.result()) for name, f in futures]
             walls.append(time.perf_counter() - start)
             for name, d in done:
-                per_model[name][0] += d["completion_tokens"]
+                per_model[name] += d["completion_tokens"]
     total_wall = sum(walls)
-    completion = sum(t for t, _ in per_model.values())
+    completion = sum(per_model.values())
     return {"round_wall_s": [round(w, 2) for w in walls], "wall_s": round(total_wall, 2),
             "completion_tokens": completion, "completion_tok_per_s": round(completion / total_wall, 2),
-            "completion_tokens_by_model": {name: t for name, (t, _) in per_model.items()}}
+            "completion_tokens_by_model": per_model}
 
 
 def alone(engine, qs: list[str], max_tokens: int) -> dict:

@@ -29,7 +29,7 @@ def claim(where: Path) -> int:
     """Threads for an engine loaded in this process: $DEBATEKIT_LOCAL_THREADS, else the cores that
     engines of other live processes on this machine have not claimed (at least 1), recorded in
     `where` (one file per process) so that the sum over processes stays within the cores. A second
-    engine of the same process gets the process's claim again (its engines take turns, `Turns`)."""
+    engine of the same process gets the process's claim again: the engines of one process share it."""
     forced = os.environ.get("DEBATEKIT_LOCAL_THREADS")
     if forced:
         return int(forced)
@@ -125,7 +125,7 @@ class Turns:
 
     def _may_go(self, ticket: int, engine: Hashable) -> bool:
         if self.holder is None:
-            return min(self._waiting) == ticket or self._waiting[min(self._waiting)] == engine
+            return self._waiting[min(self._waiting)] == engine  # the engine of the oldest waiting call
         if self.holder != engine:
             return False
         return ticket < self._batch or not any(t < ticket and e != engine for t, e in self._waiting.items())

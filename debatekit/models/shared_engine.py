@@ -220,8 +220,9 @@ class Daemon:
         self.clients: dict[int, float] = {}
         self.started = time.time()
         self.last = clock()
-        # one thread per request in flight: calls waiting for their engine's turn (`cores.Turns`) hold
-        # theirs, so a small default pool could leave an engine's slots idle
+        # one thread per request in flight: a call queued on its engine (its slots busy, or waiting its turn
+        # with DEBATEKIT_LOCAL_MIX=turns) holds its thread, so asyncio's default pool (cores + 4) could
+        # leave the slots of a second model idle
         self.pool = ThreadPoolExecutor(max_workers=MAX_IN_FLIGHT, thread_name_prefix="debatekit-daemon")
 
     def status(self) -> dict:
