@@ -308,6 +308,8 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
         folder.prune_unfinished()
         record.status, record.reason = "running", None
         record.protocol_source = source
+        record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
+                               "answered": sum(d.answered for d in folder.debates()), "limit": config.limit})
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),

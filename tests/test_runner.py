@@ -75,6 +75,10 @@ def test_resume_may_raise_the_limit_but_not_lower_it(tmp_path, arithmetic_file, 
     assert record["config"]["limit"] == 2 and record["summary"]["items"] == 2
     result = run(config(arithmetic_file, model, cache=False), tmp_path / "r", resume=True, progress=False)
     assert sorted(d.item_id for d in result.debates) == ["q1", "q2", "q3"]
+    # each resume is in the provenance: the code it ran, how far the run was, the limit it went to
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert [(r["answered"], r["limit"]) for r in record["resumes"]] == [(1, 2), (2, None)]
+    assert all(r["git_commit"] == record["git_commit"] and r["at"] >= record["created"] for r in record["resumes"])
     with pytest.raises(RunFolderError, match="limit: None -> 2"):  # fewer items would strand finished ones
         run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
 

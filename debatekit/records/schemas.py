@@ -207,3 +207,8 @@ class RunRecord(BaseModel):
     protocol_source: dict[str, Any] | None = None
     """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
     package and its version, or a file and its sha256; None in runs recorded before it was kept."""
+    resumes: list[dict[str, Any]] = []
+    """One entry per `--resume` of the run: when (`at`), from which code (`git_commit`,
+    `debatekit_version`), with how many items already answered (`answered`) and the limit it ran to
+    (`limit`); `git_commit` above is the code that began the run. A run that spans sessions names
+    every commit that wrote part of it."""
