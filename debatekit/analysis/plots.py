@@ -176,6 +176,7 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     fig.add_trace(go.Scatter(x=line[cost], y=line["accuracy"], mode="lines", name="front",
                              line=dict(color="black", dash="dot", shape="hv"), hoverinfo="skip"))
     fig.update_layout(title=title, xaxis_title=f"{cost.replace('_', ' ')} per item", yaxis_title="accuracy", **LAYOUT)
+    fig.update_xaxes(range=_label_range(configs, cost, shown))  # a label at either end is not cut off
     fig.update_yaxes(**SHARE)
     return fig
 
@@ -185,7 +186,7 @@ def _point_labels(configs: pd.DataFrame, cost: str, label: str) -> tuple[pd.Seri
     above or below its point, left to right, on the side where it clears the labels already
     placed (widths estimated from the label's length on an axis about 1,200 px wide)."""
     key = configs[cost].round(6).astype(str) + "|" + configs["accuracy"].round(6).astype(str)
-    joined = configs.groupby(key, sort=False)[label].agg(lambda names: " = ".join(map(str, names)))
+    joined = configs.groupby(key, sort=False)[label].agg(_joined)
     first = ~key.duplicated()
     shown = pd.Series([joined[k] if f else "" for k, f in zip(key, first)], index=configs.index)
     position = pd.Series("top center", index=configs.index)
@@ -204,6 +205,24 @@ def _point_labels(configs: pd.DataFrame, cost: str, label: str) -> tuple[pd.Seri
         position[idx] = side
         placed.append((side, x + half, y))
     return shown, position
+
+
+def _joined(names) -> str:
+    """One label for configurations at the same point: `a = b`, a later name that extends the first
+    (`society_of_mind debate@3` after `society_of_mind`) by what it adds (`society_of_mind = debate@3`)."""
+    names = [str(n) for n in names]
+    head = names[0]
+    return " = ".join([head] + [n[len(head) + 1:] if n.startswith(head + " ") else n for n in names[1:]])
+
+
+def _label_range(configs: pd.DataFrame, cost: str, shown: pd.Series) -> list[float]:
+    """An x range wide enough for every centred label (same width estimate as `_point_labels`)."""
+    x = configs[cost].astype(float)
+    per_char = ((x.max() - x.min()) or 1.0) * 7 / 1200
+    half = shown.str.len() * per_char / 2
+    low, high = min(x.min(), (x - half).min()), max(x.max(), (x + half).max())
+    margin = 0.03 * ((high - low) or 1.0)
+    return [low - margin, high + margin]
 
 
 def flip_flow(frame: pd.DataFrame, title: str = "Answer flips between rounds") -> go.Figure:

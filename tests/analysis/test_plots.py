@@ -82,6 +82,18 @@ def test_cost_accuracy_marks_the_pareto_front():
     positions = [p for _, p in sorted(zip(front.x, front.textposition))]
     assert {"top center", "bottom center"} <= set(positions)
     assert list(by_name["front"].x) == sorted(front.x)
+    # the axis leaves room for the labels at either end, which the plot would otherwise cut off
+    low, high = fig.layout.xaxis.range
+    for x, text in zip(front.x, front.text):
+        half = len(text) * (max(front.x) - min(front.x)) * 7 / 1200 / 2
+        assert low <= x - half and x + half <= high
+
+
+def test_a_decomposed_configuration_at_its_runs_point_joins_by_what_it_adds():
+    frame = pd.DataFrame({"completion_tokens": [3000, 3000, 1000], "accuracy": [0.5, 0.5, 0.5],
+                          "label": ["society_of_mind", "society_of_mind debate@3", "self_consistency"]})
+    shown, _ = plots._point_labels(frame, "completion_tokens", "label")
+    assert list(shown) == ["society_of_mind = debate@3", "", "self_consistency"]
 
 
 def test_flip_flow_sankey():
