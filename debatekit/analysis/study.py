@@ -11,6 +11,7 @@ loaded tables, so a test can check it on a scripted sweep.
     study.rules_out(paired_rows)               # the smallest difference each comparison could detect
     study.turning_points(tables)               # a debate that fixed a wrong vote, one that broke a right one
     study.conclusion(...)                      # the report's last paragraph, written from the numbers
+    study.provenance(tables, labels)           # per run: status, items, when, the commits that wrote it
 """
 
 from __future__ import annotations
@@ -34,6 +35,15 @@ def load(sweep_dir: Path | str) -> tuple[analysis.Tables, dict[str, str]]:
         raise ValueError(f"no run folders under {sweep_dir}")
     records = [RunFolder(f).read_run() for f in folders]
     return analysis.load_runs(folders), pairing.run_labels(records)
+
+
+def provenance(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """One row per run: its label, status, items, model, when it began and finished, and the commits
+    of the code that wrote it (the one that began it, then each `--resume`'s), so that a study run
+    over several sessions says which code made which part."""
+    runs = tables.runs.assign(config=tables.runs["run_id"].map(labels))
+    columns = ["config", "status", "items", "model", "created", "finished", "commits"]
+    return runs.reindex(columns=columns).sort_values("config", kind="stable").reset_index(drop=True)
 
 
 def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:

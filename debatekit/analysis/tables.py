@@ -110,6 +110,7 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
         run_row = {"run_id": record.run_id, "path": str(folder.path), "protocol": record.config.protocol,
                    "dataset": record.dataset.name, "model": record.model, "config_hash": record.config_hash,
                    "seed": record.config.seed, "status": record.status, "created": record.created,
+                   "finished": record.finished, "commits": _commits(record),
                    **{f"param_{k}": v for k, v in record.config.params.items()},
                    **{k: v for k, v in record.summary.items() if not isinstance(v, (dict, list))}}
         runs.append(run_row)
@@ -119,6 +120,12 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
         turns.extend(folder.events())
     calls = _turns_frame(turns)
     return Tables(pd.DataFrame(runs), pd.DataFrame(debates), _with_models(pd.DataFrame(rounds), calls), calls)
+
+
+def _commits(record) -> str:
+    """The commits that wrote the run, in order (the one that began it, then each resume's), short."""
+    seen = [record.git_commit] + [r.get("git_commit") for r in record.resumes]
+    return " ".join(dict.fromkeys((c or "unknown")[:7] for c in seen))
 
 
 def _with_models(rounds: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:

@@ -72,6 +72,18 @@ def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_
     assert text.startswith("On items:") and "society_of_mind debate@2" in text and "vote@1" in text
 
 
+def test_provenance_names_each_runs_commits_including_its_resumes(sweep_dir):
+    record = json.loads((sweep_dir / "som" / "run.json").read_text())
+    record["git_commit"] = "a" * 40
+    record["resumes"] = [{"at": record["created"], "git_commit": "b" * 40, "answered": 2, "limit": None},
+                         {"at": record["created"], "git_commit": "b" * 40, "answered": 3, "limit": None}]
+    (sweep_dir / "som" / "run.json").write_text(json.dumps(record))
+    rows = study.provenance(*study.load(sweep_dir)).set_index("config")
+    assert rows.loc["society_of_mind", "commits"] == "aaaaaaa bbbbbbb"  # in order, each once
+    assert rows.loc["single", "status"] == "complete" and rows.loc["single", "items"] == 4
+    assert list(rows.columns) == ["status", "items", "model", "created", "finished", "commits"]
+
+
 def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_new_call(tmp_path):
     data = tmp_path / "items.jsonl"
     data.write_text("".join(json.dumps({"id": k, "question": f"What is {v}?", "answer": v}) + "\n"
