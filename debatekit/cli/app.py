@@ -294,6 +294,9 @@ def engine_line() -> str:
     if info is None:
         return (f"local engine: not running (mode {shared_engine.mode()}; the first local call starts it, "
                 f"it stops after {shared_engine.idle_seconds():.0f} s idle)")
+    if info.get("unresponsive"):
+        return (f"local engine: not answering (no reply to a status request in {shared_engine.STATUS_TIMEOUT_S:.0f} s: "
+                f"its process is stopped or hung; see {shared_engine.folder() / 'engine.log'})")
     models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads)" for m in info["models"]) or "none loaded"
     return (f"local engine: running, pid {info['pid']}, up {time.time() - info['started']:.0f} s; models: {models}; "
             f"{len(info['clients'])} client(s) in the last 10 min, {info['in_flight']} call(s) in flight, "

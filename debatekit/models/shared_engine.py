@@ -96,6 +96,8 @@ def preflight(names: list[str]) -> None:
     """`local.preflight` (assembled, verified, memory for all) for the local models `names`, counting
     as loaded those the engine the calls go to (the machine's, or this process's) already holds."""
     def loaded() -> set[str]:
+        if not names:  # a run on no local model never asks the engine (which may be busy, or hung)
+            return set()
         if mode() == "process":
             return {n for n in names if local.model_path(n) in local._engines}
         info = status()
@@ -104,10 +106,19 @@ def preflight(names: list[str]) -> None:
     local.preflight(names, loaded)
 
 
-def status() -> dict | None:
-    """What the running engine reports (pid, models, slots, clients, requests in flight), or None."""
+STATUS_TIMEOUT_S = 5.0
+"""How long a status request waits for the engine's reply: a stopped (SIGSTOP) or hung engine
+accepts the connection and never answers, and asking must not hang with it."""
+
+
+def status(timeout: float | None = None) -> dict | None:
+    """What the running engine reports (pid, models, slots, clients, requests in flight), or None
+    when none is running; `{"unresponsive": True, "models": []}` when one holds the socket but does
+    not answer within `timeout` seconds (default `STATUS_TIMEOUT_S`)."""
     try:
-        return asyncio.run(_ask({"op": "status"}, start=False))
+        return asyncio.run(asyncio.wait_for(_ask({"op": "status"}, start=False), timeout or STATUS_TIMEOUT_S))
+    except TimeoutError:  # before OSError, of which it is a subclass
+        return {"unresponsive": True, "models": []}
     except (OSError, EngineLost):
         return None
 
@@ -323,7 +334,7 @@ def host(make_engine: Callable[[str], Any], idle: float | None) -> bool:
 def owner() -> int | None:
     """The pid of the running shared engine, or None."""
     info = status()
-    return info["pid"] if info else None
+    return info.get("pid") if info else None
 
 
 def main() -> int:

@@ -197,3 +197,25 @@ def test_engines_in_separate_processes_share_the_cores(tmp_path, monkeypatch):
         assert local.claim_threads() == 6
     finally:
         other.kill()
+
+
+def test_a_stopped_engine_is_reported_unresponsive_not_waited_for(home, monkeypatch):
+    from debatekit.cli.app import engine_line
+
+    chat("wake")
+    pid = shared_engine.status()["pid"]
+    os.kill(pid, signal.SIGSTOP)  # holds its socket, answers nothing: a hung engine
+    try:
+        started = time.monotonic()
+        assert shared_engine.status(timeout=0.5) == {"unresponsive": True, "models": []}
+        assert time.monotonic() - started < 30
+        monkeypatch.setattr(shared_engine, "STATUS_TIMEOUT_S", 0.5)
+        assert engine_line().startswith("local engine: not answering")
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert shared_engine.status()["pid"] == pid
+
+
+def test_a_run_on_no_local_model_never_asks_the_engine(monkeypatch):
+    monkeypatch.setattr(shared_engine, "status", lambda *a, **k: pytest.fail("asked the engine"))
+    shared_engine.preflight([])  # a scripted or API run: nothing to check, nobody to ask
