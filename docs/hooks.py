@@ -23,7 +23,7 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = {
     "notebooks/example-point.ipynb": "results/examples/arithmetic/society_of_mind-agents3-rounds3-f3e70f9f.ipynb",
-    "notebooks/study-first10-single.ipynb": "results/studies/gsm8k-first10/single-ef8380c3.ipynb",
+    "notebooks/study-first10.ipynb": "results/studies/gsm8k-first10/study.ipynb",
 }
 PLOTLY_JS = "assets/plotly.min.js"
 
