@@ -12,6 +12,10 @@ from typing import Iterable
 import yaml
 
 RESERVED = {"out_dir", "summary_path"}
+SPEED_ONLY = {"concurrency"}
+"""Point parameters that change how fast a point runs, not what it computes (the runner leaves
+them out of a run's configuration hash too): left out of a point's hash and name, so that a
+grid may raise them part way through and its points keep their folders and finished runs."""
 GRID_KEYS = {"parameters", "grid", "points"}
 
 
@@ -32,7 +36,9 @@ class Point:
 
 
 def params_hash(parameters: dict) -> str:
-    return hashlib.sha256(json.dumps(parameters, sort_keys=True, default=str).encode()).hexdigest()[:8]
+    """A point's digest: a hash of its parameters but the `SPEED_ONLY` ones."""
+    kept = {k: v for k, v in parameters.items() if k not in SPEED_ONLY}
+    return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
 def load_grid(path: Path | str) -> dict:
@@ -80,7 +86,7 @@ def expand_grid(grid: dict) -> list[Point]:
         raise SweepError("the grid has no points: give `grid` lists with at least one value each, or `points`")
     unique = list({params_hash(p): p for p in points}.values())
     varying = [k for k in dict.fromkeys(k for p in unique for k in p)
-               if len({json.dumps(p.get(k), sort_keys=True, default=str) for p in unique}) > 1]
+               if k not in SPEED_ONLY and len({json.dumps(p.get(k), sort_keys=True, default=str) for p in unique}) > 1]
     return [Point(point_id(p, varying), p) for p in unique]
 
 

@@ -36,6 +36,17 @@ def test_ids_are_stable():
     assert [p.id for p in expand_grid(grid)] == [p.id for p in expand_grid(grid)]
 
 
+def test_debates_at_once_is_not_part_of_a_points_identity():
+    """Raising `concurrency` part way through a long study keeps every point's folder and run."""
+    grid = {"parameters": {"dataset": "gsm8k", "limit": 100}, "points": [{"protocol": "single"}, {"protocol": "mad"}]}
+    before = expand_grid(grid)
+    after = expand_grid({**grid, "parameters": {**grid["parameters"], "concurrency": 12}})
+    assert [(p.id, p.digest) for p in after] == [(p.id, p.digest) for p in before]
+    assert after[0].parameters["concurrency"] == 12  # still passed to the notebook
+    # two points that differ only in speed are one point
+    assert len(expand_grid({"protocol": "single", "concurrency": [4, 12]})) == 1
+
+
 def test_a_bare_mapping_is_a_grid():
     assert len(expand_grid({"agents": [1, 2], "rounds": [1, 2]})) == 4
 
