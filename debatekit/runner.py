@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from debatekit import __version__, datasets, registry
-from debatekit._base.signals import SigtermCancels, Terminated, stop_reason
+from debatekit._base.signals import DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason
 from debatekit.analysis import summarize
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
@@ -104,6 +104,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         if cache is not None:
             cache.close()
         raise
+    (folder.path / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request is spent
     seeds = [config.seed + k for k in range(config.seeds)]
     done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.answered} if resume else set()
     todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
@@ -118,12 +119,15 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     bar = _progress(len(items) * len(seeds), len(items) * len(seeds) - len(todo), config.protocol, progress)
     slots = asyncio.Semaphore(config.concurrency)
     started = time.monotonic()
-    answered = []
+    answered, left = [], []
 
     async def one(item, seed: int) -> None:
         async with slots:
             if gateway.dead():
                 return  # the run is stopping: the item is left for --resume
+            if draining(folder.path):
+                left.append(item.id)  # asked to drain: the debates started finish, this one waits for --resume
+                return
             where = f"items/{item_folder_name(item.id)}" + (f"/seed{seed}" if len(seeds) > 1 else "")
             calls = CallFaults()
             debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
@@ -154,6 +158,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))
         if fatal:
             raise ModelSetupError(fatal)
+        if left:
+            raise Drained(f"drained: the debates already started finished, {len(left)} item(s) left for --resume")
         record.status = "complete"
     except ModelSetupError:
         record.status = "failed"

@@ -170,3 +170,40 @@ def test_a_run_without_a_model_resolves_the_default_once_and_records_it(tmp_path
     result = run(config, tmp_path / "r", progress=False)
     assert result.record.model == "scripted/schema" and result.record.config.call_timeout == 120
     assert all(d.status == "ok" for d in result.debates)
+
+
+def test_a_drained_run_finishes_the_debates_it_started_starts_no_other_and_resume_runs_the_rest(
+        tmp_path, arithmetic_file, model_from):
+    from debatekit._base.signals import DRAIN_FILE, Drained
+
+    out, asked = tmp_path / "r", []
+
+    def reply(req):
+        asked.append((req.item_id, req.round))
+        if req.item_id == "q1" and req.round == 1:
+            (out / DRAIN_FILE).write_text("")  # `debatekit drain` while q1's first round runs
+        return answer(int(req.item_id[1:]) * 10 + (req.round == 1 and req.agent == "agent2"))
+
+    model = model_from(reply)
+    one_at_a_time = config(arithmetic_file, model, cache=False).model_copy(update={"concurrency": 1})
+    with pytest.raises(Drained, match=r"2 item\(s\) left for --resume"):
+        run(one_at_a_time, out, progress=False)
+    # q1 ran both its rounds (the agents disagreed in round 1); q2 and q3 never started
+    assert sorted(set(asked)) == [("q1", 1), ("q1", 2)]
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "interrupted" and record["reason"].startswith("drained")
+    assert [json.loads(line)["item_id"] for line in (out / "debates.jsonl").read_text().splitlines()] == ["q1"]
+    asked.clear()
+    result = run(one_at_a_time, out, resume=True, progress=False)  # the request is spent: the rest runs
+    assert not (out / DRAIN_FILE).exists() and {i for i, _ in asked} == {"q2", "q3"}
+    assert sorted(d.item_id for d in result.debates) == ["q1", "q2", "q3"] and result.record.status == "complete"
+
+
+def test_a_drain_file_in_the_folder_above_drains_a_sweeps_point(tmp_path, arithmetic_file, model_from):
+    from debatekit._base.signals import DRAIN_FILE, Drained
+
+    (tmp_path / DRAIN_FILE).write_text("")  # the sweep's folder: its points start nothing new
+    model = model_from(lambda req: answer(10))
+    with pytest.raises(Drained, match=r"3 item\(s\)"):
+        run(config(arithmetic_file, model, cache=False), tmp_path / "point", progress=False)
+    assert (tmp_path / DRAIN_FILE).exists()  # the sweep's request, for the sweep to clear

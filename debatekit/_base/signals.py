@@ -5,6 +5,9 @@
 command exits 143 instead of 130. `stop_process_tree` ends worker processes and everything they
 started (a sweep point's Jupyter kernel runs in its own session, out of reach of the terminal's
 Ctrl-C), so that no process is left behind.
+
+Draining is the gentle stop: `DRAIN_FILE` in a run's folder (or in the sweep folder above it) makes
+the run start no new debate and end, once the debates it started finish, with `Drained`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,22 @@ from pathlib import Path
 
 class Terminated(KeyboardInterrupt):
     """SIGTERM arrived; handled wherever Ctrl-C is."""
+
+
+DRAIN_FILE = ".drain"
+"""A file that asks a run (in its folder) or a sweep (in the sweep folder) to drain: start no new
+debate or point, let those already started finish, and stop; `debatekit drain FOLDER` writes it,
+and the next run or sweep in that folder removes it as it starts."""
+
+
+class Drained(Exception):
+    """A run stopped because it was asked to drain (`DRAIN_FILE`): what it started, it finished."""
+
+
+def draining(folder: Path) -> bool:
+    """Whether the run in `folder` is asked to drain: the file is in its folder or, for a point of
+    a sweep, in the sweep's folder above it."""
+    return (folder / DRAIN_FILE).exists() or (folder.parent / DRAIN_FILE).exists()
 
 
 def on_sigterm(signum, frame) -> None:
@@ -68,6 +87,8 @@ def exit_status(exc: KeyboardInterrupt) -> int:
 
 def stop_reason(exc: BaseException, sigterm: bool = False) -> str:
     """What stopped a run, for run.json (`sigterm`: a `SigtermCancels` fired)."""
+    if isinstance(exc, Drained):
+        return str(exc)
     if sigterm or isinstance(exc, Terminated):
         return "stopped by SIGTERM"
     if isinstance(exc, KeyboardInterrupt) or type(exc).__name__ == "CancelledError":

@@ -91,7 +91,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("protocols", "compare", "new", "report", "review", "serve", "show", "study", "sweep")
+COMMANDS = ("protocols", "compare", "drain", "new", "report", "review", "serve", "show", "study", "sweep")
 """Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
 
 
@@ -338,6 +338,9 @@ def main(argv: list[str] | None = None) -> int:
     except TraceWriteError as exc:
         print(f"debatekit: error: {exc}; the run is marked interrupted: free space, then --resume", file=sys.stderr)
         return 1
+    except signals.Drained as exc:  # asked for (`debatekit drain`): not an error, but not finished either
+        print(f"debatekit: {exc} (the same command with --resume continues)", file=sys.stderr)
+        return 3
     except OSError as exc:  # the machine, not the input: a full disk before the run began, a vanished folder
         print(f"debatekit: error: {exc.filename}: {exc.strerror}" if exc.filename else f"debatekit: error: {exc}",
               file=sys.stderr)

@@ -45,6 +45,10 @@ def run(args) -> int:
         print(f"debatekit: {len(result.failed)} point(s) failed; run the same command again to retry them",
               file=sys.stderr)
         return 1
+    if result.drained:
+        print(f"debatekit: drained: {len(result.drained)} point(s) stopped or not started as asked; complete points "
+              "and finished debates are kept: run the same command to continue", file=sys.stderr)
+        return 3
     notebook = write_study(out, png=args.png)
     print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")
     return 0

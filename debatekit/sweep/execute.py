@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterator, Protocol
 import pandas as pd
 
 from debatekit._base.extras import need
-from debatekit._base.signals import stop_process_tree
+from debatekit._base.signals import DRAIN_FILE, stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
 from debatekit.sweep.point import is_complete_sidecar, stamp
@@ -32,6 +32,11 @@ class SweepResult:
     @property
     def failed(self) -> list[PointResult]:
         return [r for r in self.results if r.status == "failed"]
+
+    @property
+    def drained(self) -> list[PointResult]:
+        """Points stopped, or never started, because the sweep was asked to drain (`debatekit drain`)."""
+        return [r for r in self.results if r.status == "drained"]
 
 
 class Executor(Protocol):
@@ -149,6 +154,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     if missing:
         raise SweepError(f"notebook {notebook} must declare {', '.join(sorted(missing))} in its parameters cell")
     out.mkdir(parents=True, exist_ok=True)
+    (out / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request to drain is spent
     tasks, results = [], []
     for point in points:
         args = _notebook_args(point, declared, out, base)
@@ -190,6 +196,8 @@ def execute_point(task: dict) -> PointResult:
 
     start, error = time.monotonic(), None
     sidecar = Path(task["cwd"]) / task["parameters"]["summary_path"]
+    if (Path(task["output"]).parent / DRAIN_FILE).exists():
+        return PointResult(task["point_id"], "drained", task["output"], error="not started: the sweep was asked to drain")
     for attempt in (1, 2):
         if sidecar.exists():
             sidecar.unlink()  # a stale sidecar must not make a failed run look complete
@@ -202,6 +210,9 @@ def execute_point(task: dict) -> PointResult:
                 # point over the progress bar; kernel errors still print
                 extra_arguments=["--IPKernelApp.log_level=ERROR"])
         except PapermillExecutionError as exc:
+            if exc.ename == "Drained":  # its run finished the debates it had started, and stopped
+                return PointResult(task["point_id"], "drained", task["output"], error=exc.evalue, attempts=attempt,
+                                   wall_s=round(time.monotonic() - start, 2))
             source = (exc.source or "").strip().splitlines()
             return PointResult(task["point_id"], "failed", task["output"],
                                error=f"cell {exc.cell_index}: {exc.ename}: {exc.evalue}", cell=exc.cell_index,

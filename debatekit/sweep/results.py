@@ -8,7 +8,7 @@ from dataclasses import dataclass
 @dataclass
 class PointResult:
     point_id: str
-    status: str  # complete | skipped | failed
+    status: str  # complete | skipped | failed | drained
     notebook: str
     error: str | None = None
     cell: int | None = None

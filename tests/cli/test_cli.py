@@ -190,3 +190,30 @@ def test_protocols_with_an_unknown_name_is_one_line(capsys):
     assert main(["protocols", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unknown protocol 'nope'" in err[0]
+
+
+def test_drain_asks_a_run_folder_or_a_sweep_folder_and_refuses_anything_else(capsys, tmp_path):
+    from debatekit._base.signals import DRAIN_FILE
+
+    run_dir, sweep_dir = tmp_path / "run", tmp_path / "sweep"
+    run_dir.mkdir(), sweep_dir.mkdir()
+    (run_dir / "run.json").write_text("{}")
+    (sweep_dir / "sweep.json").write_text("{}")
+    assert main(["drain", str(run_dir)]) == 0 and (run_dir / DRAIN_FILE).exists()
+    assert "its run starts no new debate" in capsys.readouterr().out
+    assert main(["drain", str(sweep_dir)]) == 0 and (sweep_dir / DRAIN_FILE).exists()
+    assert "its points start no new debate" in capsys.readouterr().out
+    assert main(["drain", str(tmp_path)]) == 2  # neither a run nor a sweep: nothing to ask
+    assert "holds no run (run.json) and no sweep (sweep.json)" in capsys.readouterr().err
+    assert main(["drain", str(tmp_path / "missing")]) == 2 and not (tmp_path / DRAIN_FILE).exists()
+
+
+def test_a_drained_run_exits_3_with_one_line_saying_how_to_continue(capsys, tmp_path):
+    from debatekit._base.signals import DRAIN_FILE
+
+    (tmp_path / DRAIN_FILE).write_text("")  # as if its sweep were draining
+    model = scripted.register("drain-cli", fn=lambda req: answer(10))
+    assert main(["run", "single", "--dataset", "arithmetic", "--limit", "2", "--model", model, "--no-cache",
+                 "--out", str(tmp_path / "r"), "--quiet"]) == 3
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("debatekit: drained:") and "--resume" in err and len(err.splitlines()) == 1

@@ -133,6 +133,51 @@ def test_a_notebook_that_records_no_summary_fails(tmp_path, monkeypatch):
     assert result.status == "failed" and "record_point" in result.error
 
 
+def test_a_drained_sweep_starts_no_new_point_and_a_drained_run_is_not_a_failure(tmp_path, monkeypatch):
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    from debatekit._base.signals import DRAIN_FILE
+
+    started = []
+
+    def drained_run(*args, **kwargs):
+        started.append(1)
+        raise PapermillExecutionError(cell_index=2, exec_count=1, source="result = sweep.run_point(...)",
+                                      ename="Drained", evalue="drained: the debates already started finished, "
+                                      "4 item(s) left for --resume", traceback=[])
+
+    monkeypatch.setattr(papermill, "execute_notebook", drained_run)
+    result = sweep.execute_point(_task(tmp_path))  # the point running when the request came
+    assert result.status == "drained" and "4 item(s)" in result.error and started == [1]
+    (tmp_path / DRAIN_FILE).write_text("")
+    result = sweep.execute_point(_task(tmp_path))  # a later point of the same sweep
+    assert result.status == "drained" and result.error.startswith("not started") and started == [1]
+
+
+def test_a_new_sweep_clears_an_old_request_to_drain(tmp_path, monkeypatch):
+    import papermill
+
+    from debatekit._base.signals import DRAIN_FILE
+
+    ran = []
+    monkeypatch.setattr(papermill, "execute_notebook", lambda *a, **k: ran.append(1))
+    out = tmp_path / "sweep"
+    out.mkdir()
+    (out / DRAIN_FILE).write_text("")
+    result = sweep.run_sweep(NOTEBOOK, {"protocol": "single", "dataset": "arithmetic", "limit": 1}, out,
+                             executor=_InProcess(), progress=False)
+    assert ran == [1] and not (out / DRAIN_FILE).exists()  # the point ran (and, recording nothing, failed)
+    assert [r.status for r in result.results] == ["failed"]
+
+
+class _InProcess:
+    """An executor that runs points in this process, so that a monkeypatched papermill applies."""
+
+    def map_unordered(self, fn, tasks):
+        return map(fn, tasks)
+
+
 # --- a real sweep: papermill in worker processes ------------------------------------------
 
 @pytest.fixture(scope="module")
