@@ -78,6 +78,7 @@ def test_the_engine_hands_the_settings_to_llama_cpp(fake_xllamacpp, tmp_path, no
     local.Engine(tmp_path / "m.gguf", 4)
     (on, explicit, off) = fake_xllamacpp
     assert (on.cache_ram_mib, on.slot_prompt_similarity, on.n_parallel) == (2048, 0.0, 4)
+    assert on.n_ctx == 4 * 8192  # each slot holds a late debate round's prompt and its reply
     assert (explicit.cache_ram_mib, explicit.slot_prompt_similarity) == (300, 0.0)
     assert (off.cache_ram_mib, off.slot_prompt_similarity) == (2048, 0.1)
 
