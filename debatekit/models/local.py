@@ -386,12 +386,21 @@ _lock = threading.Lock()
 TURNS = cores.Turns()  # with DEBATEKIT_LOCAL_MIX=turns, the engines of this process take turns on its threads
 
 
+def env_choice(name: str, choices: tuple[str, ...]) -> str:
+    """The environment variable `name`, one of `choices` (the first is the default), case-insensitive.
+
+    Raises:
+        LocalModelError: any other value, named with the ones allowed.
+    """
+    value = (os.environ.get(name) or choices[0]).strip().lower()
+    if value not in choices:
+        raise LocalModelError(f"{name} must be {' or '.join(choices)}, got {value!r}")
+    return value
+
+
 def mix() -> str:
     """How a process's engines share its threads: `together` (default) or `turns` ($DEBATEKIT_LOCAL_MIX)."""
-    value = (os.environ.get("DEBATEKIT_LOCAL_MIX") or "together").strip().lower()
-    if value not in ("together", "turns"):
-        raise LocalModelError(f"DEBATEKIT_LOCAL_MIX must be together or turns, got {value!r}")
-    return value
+    return env_choice("DEBATEKIT_LOCAL_MIX", ("together", "turns"))
 
 
 def ctx() -> int:

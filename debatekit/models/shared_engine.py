@@ -63,10 +63,7 @@ def folder() -> Path:
 
 def mode() -> str:
     """`shared` (default: one engine per machine) or `process` ($DEBATEKIT_LOCAL_ENGINE)."""
-    value = (os.environ.get("DEBATEKIT_LOCAL_ENGINE") or "shared").strip().lower()
-    if value not in ("shared", "process"):
-        raise LocalModelError(f"DEBATEKIT_LOCAL_ENGINE must be shared or process, got {value!r}")
-    return value
+    return local.env_choice("DEBATEKIT_LOCAL_ENGINE", ("shared", "process"))
 
 
 def idle_seconds() -> float:
