@@ -46,8 +46,9 @@ def run(args) -> int:
               file=sys.stderr)
         return 1
     if result.drained:
-        print(f"debatekit: drained: {len(result.drained)} point(s) stopped or not started as asked; complete points "
-              "and finished debates are kept: run the same command to continue", file=sys.stderr)
+        from debatekit.cli.sweep import say_drained
+
+        say_drained(result)
         return 3
     notebook = write_study(out, png=args.png)
     print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")

@@ -54,7 +54,12 @@ def run(args) -> int:
         print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
         if r.cell_source:
             print("  cell:\n" + "\n".join(f"    {line}" for line in r.cell_source.splitlines()), file=sys.stderr)
+    say_drained(result)
+    return 1 if result.failed else 3 if result.drained else 0
+
+
+def say_drained(result) -> None:
+    """One line when points stopped or never started because the sweep was asked to drain."""
     if result.drained:
         print(f"debatekit: drained: {len(result.drained)} point(s) stopped or not started as asked; complete points "
               f"and finished debates are kept: run the same command to continue", file=sys.stderr)
-    return 1 if result.failed else 3 if result.drained else 0
