@@ -34,7 +34,7 @@ def add(subparsers) -> dict:
     p.add_argument("--ctx-per-slot", type=int, default=4096, help="context tokens per slot")
     p.add_argument("--cache-ram", type=int, metavar="MIB",
                    help="host memory for parked conversation prefixes, MiB (0 off, -1 no limit; "
-                        "default $DEBATEKIT_LOCAL_CACHE_RAM or 2048)")
+                        "default $DEBATEKIT_LOCAL_CACHE_RAM or a quarter of the free memory, at most 8192)")
     p.add_argument("--prefix-reuse", choices=["on", "off"],
                    help="restore each request's own cached prefix (on) or keep llama.cpp's slot choice by "
                         "prompt similarity (off); default $DEBATEKIT_LOCAL_PREFIX_REUSE or on")
@@ -57,7 +57,7 @@ def start(name: str | None = None, *, port: int = 0, host: str = "127.0.0.1", sl
     elif not path.exists():
         raise local.LocalModelError(f"local model file not found: {path}")
     alias = name if name in local.KNOWN else path.stem
-    cache = local.prefix_cache()
+    cache = local.prefix_cache(local.mem_available())
     cache = dataclasses.replace(cache, ram_mib=cache.ram_mib if cache_ram is None else cache_ram,
                                 reuse=cache.reuse if prefix_reuse is None else prefix_reuse)
     engine = local.Engine(path, slots or local.slots(), ctx_per_slot, port=port, host=host, alias=alias,

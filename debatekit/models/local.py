@@ -215,7 +215,7 @@ class Engine:
         params.cpuparams_batch.n_threads = threads
         params.warmup = False
         params.verbosity = -1
-        self.cache = cache or prefix_cache()
+        self.cache = cache or prefix_cache(mem_available())
         self.cache.apply(params)
         # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
         params.port, params.hostnames = port, [host]

@@ -13,7 +13,25 @@ from dataclasses import dataclass
 
 from debatekit.models.errors import LocalModelError
 
-DEFAULT_CACHE_RAM_MIB = 2048
+MAX_DEFAULT_CACHE_RAM_MIB = 8192
+DEFAULT_CACHE_RAM_MIB = 2048  # where the memory available cannot be read
+
+
+def default_ram_mib(available: int | None) -> int:
+    """The host prompt cache's default size in MiB: a quarter of the memory `available` (bytes), at
+    most 8 GiB; `DEFAULT_CACHE_RAM_MIB` where it cannot be read (None).
+
+    The cache must hold every conversation that a batch of debates has in flight, or each one's
+    next round is read again from its first token. A GSM8K study debate (3 agents, 3 rounds)
+    carries about 450 tokens of conversation after round 1, 1,700 after round 2 and 2,900 after
+    round 3; 12 debates at once keep 36 of them, up to about 100k tokens of the 1.5B model's KV
+    state (28 KiB a token: 2.8 GiB), while finished debates' states wait to be evicted. A fixed
+    2 GiB (75k tokens) held too few: round-2 calls of that study reused 90 of the 1,305 prompt
+    tokens on average, and with 8 GiB 449 of 1,236 (each agent's whole round-1 conversation).
+    """
+    if available is None:
+        return DEFAULT_CACHE_RAM_MIB
+    return max(1, min(MAX_DEFAULT_CACHE_RAM_MIB, available // 4 // 2**20))
 
 
 @dataclass(frozen=True)
@@ -28,10 +46,9 @@ class PrefixCache:
     does, and then neither saves that slot nor looks in the cache.
 
     Attributes:
-        ram_mib: host memory for parked prompts in MiB (0: no cache, -1: no limit). The KV state
-            of Qwen2.5-1.5B is 28 KiB a token, so the default 2048 MiB holds ~75k tokens: the 36
-            conversations of 12 three-agent debates several times over, in about a tenth of a
-            24 GiB machine beside the 1.1 GB model.
+        ram_mib: host memory for parked prompts in MiB (0: no cache, -1: no limit); default
+            `default_ram_mib`: a quarter of the memory available, at most 8 GiB (about 300k tokens
+            of Qwen2.5-1.5B's KV state, 28 KiB a token).
         reuse: True sends a request back to the idle slot that holds its conversation
             (`SlotRouter`, in-process engine only) and otherwise lets llama.cpp pick its
             least-recently-used slot, park that slot's prompt and restore the request's longest
@@ -53,13 +70,14 @@ class PrefixCache:
         params.slot_prompt_similarity = self.slot_similarity
 
 
-def prefix_cache() -> PrefixCache:
-    """Prefix-cache settings from $DEBATEKIT_LOCAL_CACHE_RAM (MiB) and $DEBATEKIT_LOCAL_PREFIX_REUSE (on/off).
+def prefix_cache(available: int | None = None) -> PrefixCache:
+    """Prefix-cache settings from $DEBATEKIT_LOCAL_CACHE_RAM (MiB; default `default_ram_mib(available)`,
+    `available` being the machine's free memory in bytes) and $DEBATEKIT_LOCAL_PREFIX_REUSE (on/off).
 
     Raises:
         LocalModelError: a value that is not a number of MiB (>= -1) or on/off.
     """
-    ram = os.environ.get("DEBATEKIT_LOCAL_CACHE_RAM", "").strip() or str(DEFAULT_CACHE_RAM_MIB)
+    ram = os.environ.get("DEBATEKIT_LOCAL_CACHE_RAM", "").strip() or str(default_ram_mib(available))
     reuse = os.environ.get("DEBATEKIT_LOCAL_PREFIX_REUSE", "").strip().lower() or "on"
     try:
         ram_mib = int(ram)

@@ -25,8 +25,24 @@ def no_cache_env(monkeypatch):
 
 
 def test_default_settings_park_prefixes_and_pick_slots_least_recently_used(no_cache_env):
-    cache = local.prefix_cache()
-    assert cache == PrefixCache(ram_mib=2048, reuse=True) and cache.slot_similarity == 0.0
+    cache = local.prefix_cache(20 * 2**30)
+    assert cache == PrefixCache(ram_mib=5120, reuse=True) and cache.slot_similarity == 0.0
+
+
+@pytest.mark.parametrize("available, mib", [
+    (20 * 2**30, 5120),  # a quarter of what is free
+    (64 * 2**30, 8192),  # at most 8 GiB
+    (2 * 2**30, 512),
+    (1, 1),  # never 0, which would turn the cache off
+    (None, 2048),  # free memory unreadable
+])
+def test_the_default_cache_is_a_quarter_of_the_free_memory_at_most_8_gib(no_cache_env, available, mib):
+    assert local.prefix_cache(available).ram_mib == mib
+
+
+def test_the_environment_beats_the_default_size(monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_CACHE_RAM", "300")
+    assert local.prefix_cache(64 * 2**30).ram_mib == 300
 
 
 @pytest.mark.parametrize("ram, reuse, expected", [
@@ -72,15 +88,16 @@ def fake_xllamacpp(monkeypatch):
 
 
 def test_the_engine_hands_the_settings_to_llama_cpp(fake_xllamacpp, tmp_path, no_cache_env, monkeypatch):
+    monkeypatch.setattr(local, "mem_available", lambda: 12 * 2**30)
     local.Engine(tmp_path / "m.gguf", 4)
     monkeypatch.setenv("DEBATEKIT_LOCAL_PREFIX_REUSE", "off")
     local.Engine(tmp_path / "m.gguf", 4, cache=PrefixCache(ram_mib=300, reuse=True))  # explicit beats env
     local.Engine(tmp_path / "m.gguf", 4)
     (on, explicit, off) = fake_xllamacpp
-    assert (on.cache_ram_mib, on.slot_prompt_similarity, on.n_parallel) == (2048, 0.0, 4)
+    assert (on.cache_ram_mib, on.slot_prompt_similarity, on.n_parallel) == (3072, 0.0, 4)  # a quarter of 12 GiB free
     assert on.n_ctx == 4 * 8192  # each slot holds a late debate round's prompt and its reply
     assert (explicit.cache_ram_mib, explicit.slot_prompt_similarity) == (300, 0.0)
-    assert (off.cache_ram_mib, off.slot_prompt_similarity) == (2048, 0.1)
+    assert (off.cache_ram_mib, off.slot_prompt_similarity) == (3072, 0.1)
 
 
 def test_serve_flags_override_the_environment(fake_xllamacpp, tmp_path, monkeypatch):
