@@ -7,7 +7,8 @@ executes `notebooks/study.ipynb` over that folder into `study.ipynb` beside it, 
 a self-contained `report.html` (and, with `--png`, the two headline figures as PNG). Interrupted,
 the same command continues: complete points are skipped, a point cut short resumes its run, and
 calls already made are served from the response cache, so a finished study re-runs with zero model
-calls and prints the same numbers.
+calls and prints the same numbers. `--status` runs nothing and prints how far each point has got
+and the hours left at the rate it last ran (`debatekit.sweep.progress`).
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ def add(subparsers) -> dict:
     p.add_argument("--workers", type=int, default=1, help="points run at once (keep 1 on a local model)")
     p.add_argument("--png", action="store_true", help="also write the headline figures as PNG (kaleido + chromium)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--status", action="store_true",
+                   help="run nothing: print each point's items done, accuracy so far, rate and hours left")
     return {"study": run}
 
 
@@ -32,11 +35,16 @@ def run(args) -> int:
     from debatekit import sweep
     from debatekit._base.extras import need
 
-    need("papermill", "notebooks", "debatekit study")
     grid = Path(args.grid)
     if not grid.is_file():
         raise ValueError(f"grid {grid} does not exist")
     out = Path(args.out) if args.out else grid.parent
+    if args.status:
+        from debatekit.sweep import progress
+
+        print(progress.describe(progress.progress(grid, out)))
+        return 0
+    need("papermill", "notebooks", "debatekit study")
     result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
                              progress=not args.quiet)
     for r in result.failed:

@@ -1,0 +1,118 @@
+"""How far a long sweep has got, and how long the rest will take at the rate it last ran.
+
+A study on a local model runs for many sessions; each one should start by knowing what is left.
+`progress(grid, out)` gives one row per point of the grid:
+
+    point           items    accuracy           tok/item  tok/s  hours left  state
+    single          100/100  0.60 [0.50, 0.69]  309       21.3   0.0         complete
+    society_of_mind 37/100   0.51 [0.35, 0.68]  3,110     14.6   3.7         interrupted
+
+`items` counts finished debates against the grid's limit; `tok/item` is the mean completion
+tokens of the finished debates; `tok/s` the completion tokens of the calls of the run's latest
+stretch (`session_rate`: back from its last call to the first pause of over 15 minutes, cache
+hits left out) over that stretch's span; `hours left` the items still to run at those two figures. A point not started, or one whose last session made no call, has no estimate (NaN).
+`debatekit study GRID --status` prints it without running anything.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from pathlib import Path
+
+import pandas as pd
+
+from debatekit.analysis.intervals import bootstrap_ci
+from debatekit.records.trace import RunFolder
+from debatekit.sweep.grid import expand_grid, load_grid
+
+GAP_S = 900.0
+"""A pause between two finished calls longer than this ends a stretch of a run (it was stopped)."""
+
+COLUMNS = ["point", "protocol", "done", "limit", "accuracy", "low", "high", "tokens_per_item", "tokens_per_s",
+           "hours_left", "state"]
+
+
+def progress(grid: Path | str, out: Path | str | None = None) -> pd.DataFrame:
+    """One row per point of `grid` (a grid YAML) in the sweep folder `out` (default: the grid's folder)."""
+    grid = Path(grid)
+    out = Path(out) if out is not None else grid.parent
+    rows = [_point_row(point, out / point.id) for point in expand_grid(load_grid(grid))]
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _point_row(point, folder: Path) -> dict:
+    row = {"point": point.id, "protocol": point.parameters.get("protocol"), "limit": point.parameters.get("limit"),
+           "done": 0, "accuracy": math.nan, "low": math.nan, "high": math.nan, "tokens_per_item": math.nan,
+           "tokens_per_s": math.nan, "hours_left": math.nan, "state": "not started"}
+    if not (folder / "run.json").exists():
+        return row
+    run = RunFolder(folder)
+    record = run.read_run()
+    debates = run.debates()
+    scored = [d.correct for d in debates if d.answered and d.correct is not None]
+    row["done"] = len(debates)
+    row["state"] = record.status
+    if scored:
+        row["accuracy"], row["low"], row["high"] = bootstrap_ci([float(c) for c in scored])
+    if debates:
+        row["tokens_per_item"] = sum(d.usage.completion_tokens for d in debates) / len(debates)
+    row["tokens_per_s"] = session_rate(run.events(), last_start(record))
+    left = max(0, row["limit"] - row["done"]) if row["limit"] is not None else math.nan
+    if row["limit"] is not None and left == 0:
+        row["state"] = "complete"
+    elif record.status == "complete":  # complete at a smaller limit (a first-10 run copied in): grows on resume
+        row["state"] = f"complete to {record.config.limit}"
+    if left == 0:
+        row["hours_left"] = 0.0
+    elif row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
+        row["hours_left"] = left * row["tokens_per_item"] / row["tokens_per_s"] / 3600
+    return row
+
+
+def session_rate(events: list[dict], since: float | None = None, gap_s: float = GAP_S) -> float:
+    """Completion tokens a second over the run's latest stretch of model calls: the calls (cache
+    hits left out) that finished after `since` (a Unix time: when the run last started), back from
+    the last one until a pause of over `gap_s` seconds between two that finished (a stop that left
+    no record), over the time from the first of them starting (not before `since`) to the last
+    finishing; NaN without such calls."""
+    since = since if since is not None else -math.inf
+    made = sorted((e for e in events if not e.get("cache_hit") and isinstance(e.get("ts"), (int, float))
+                   and e["ts"] > since), key=lambda e: e["ts"])
+    if not made:
+        return math.nan
+    first = len(made) - 1
+    while first > 0 and made[first]["ts"] - made[first - 1]["ts"] <= gap_s:
+        first -= 1
+    stretch = made[first:]
+    begun = max(since, min(e["ts"] - (e.get("latency_s") or 0.0) for e in stretch))
+    span = stretch[-1]["ts"] - begun
+    tokens = sum(e.get("completion_tokens") or 0 for e in stretch)
+    return tokens / span if span > 0 else math.nan
+
+
+def last_start(record) -> float:
+    """When a run last started, as a Unix time: its creation or its latest recorded `--resume`."""
+    stamps = [record.created, *(r["at"] for r in record.resumes if isinstance(r.get("at"), str))]
+    return max(datetime.fromisoformat(s).timestamp() for s in stamps)
+
+
+def describe(table: pd.DataFrame) -> str:
+    """The progress table as text, with a last line for what is left in all."""
+    def number(value, fmt: str) -> str:
+        return "-" if value is None or (isinstance(value, float) and math.isnan(value)) else format(value, fmt)
+
+    lines = [["point", "items", "accuracy [95% CI]", "tok/item", "tok/s", "hours left", "state"]]
+    for r in table.itertuples():
+        accuracy = "-" if math.isnan(r.accuracy) else f"{r.accuracy:.2f} [{r.low:.2f}, {r.high:.2f}]"
+        limit = "?" if r.limit is None or (isinstance(r.limit, float) and math.isnan(r.limit)) else int(r.limit)
+        lines.append([r.point, f"{r.done}/{limit}", accuracy, number(r.tokens_per_item, ",.0f"),
+                      number(r.tokens_per_s, ".1f"), number(r.hours_left, ".1f"), r.state])
+    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
+    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
+    known = table["hours_left"].dropna()
+    unknown = table.loc[table["hours_left"].isna(), "point"].tolist()
+    total = f"left: about {known.sum():.1f} hours at each point's last measured rate"
+    if unknown:
+        total += f", and {len(unknown)} point(s) with no estimate yet ({', '.join(unknown)})"
+    return "\n".join([*text, total])

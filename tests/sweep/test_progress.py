@@ -1,0 +1,87 @@
+"""`debatekit study GRID --status`: each point's items against the grid's limit, its last stretch's
+rate and the hours left, from run folders whose calls' times are set by hand."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import yaml
+
+from debatekit.cli import app as cli
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
+from debatekit.runner import run
+from debatekit.sweep import expand_grid, load_grid, progress
+
+
+def call(ts, latency, tokens, cache_hit=False):
+    return {"ts": ts, "latency_s": latency, "completion_tokens": tokens, "cache_hit": cache_hit}
+
+
+def test_the_rate_is_the_last_stretchs_tokens_over_its_span():
+    events = [call(1000, 100, 300), call(1100, 150, 200), call(1150, 0, 999, cache_hit=True)]
+    # the first call started at 900, the last finished at 1100: 500 tokens in 200 s
+    assert progress.session_rate(events) == pytest.approx(2.5)
+
+
+def test_a_pause_longer_than_the_gap_ends_the_stretch():
+    events = [call(0, 10, 50), call(1000, 100, 300), call(1100, 150, 200)]  # 1000 s without a call: stopped
+    assert progress.session_rate(events) == pytest.approx(2.5)
+    assert progress.session_rate(events, gap_s=2000) == pytest.approx(550 / 1110)
+
+
+def test_the_stretch_starts_no_earlier_than_the_runs_last_start():
+    events = [call(1000, 100, 300), call(1100, 150, 200)]
+    assert progress.session_rate(events, since=920) == pytest.approx(500 / 180)
+    assert progress.session_rate(events, since=1050) == pytest.approx(200 / 50)  # the earlier call is not this session's
+
+
+def test_no_call_made_is_no_rate():
+    assert math.isnan(progress.session_rate([]))
+    assert math.isnan(progress.session_rate([call(10, 1, 5, cache_hit=True)]))
+
+
+@pytest.fixture
+def study(tmp_path):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
+                            for i in range(1, 5)))
+    folder = tmp_path / "study"
+    folder.mkdir()
+    grid = folder / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"parameters": {"dataset": str(data), "model": "scripted/schema", "limit": 4},
+                                    "points": [{"protocol": "single"}, {"protocol": "self_consistency", "samples": 3}]}))
+    first = expand_grid(load_grid(grid))[0]
+    # the first point ran 2 of its 4 items (a first-2 run copied in), the second never started
+    model = scripted.register("progress-model", fn=lambda req: {"reasoning": "r", "answer": 1})  # right on q1 only
+    run(RunConfig(protocol="single", dataset=str(data), model=model, limit=2,
+                  params={"answer_format": "json"}), folder / first.id, progress=False)
+    events = folder / first.id / "events.jsonl"
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    for n, row in enumerate(rows):  # two calls, 100 s apart, each 100 s long, made long after the run began
+        row.update(ts=4_000_000_000 + 100 * (n + 1), latency_s=100.0, completion_tokens=50, cache_hit=False)
+    events.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return grid
+
+
+def test_progress_counts_items_against_the_grids_limit_and_prices_the_rest(study):
+    table = progress.progress(study).set_index("protocol")
+    done = table.loc["single"]
+    assert (done["done"], done["limit"], done["state"]) == (2, 4, "complete to 2")
+    assert done["tokens_per_s"] == pytest.approx(100 / 200)  # 2 x 50 tokens from the first start to the last end
+    assert done["tokens_per_item"] > 0
+    assert done["hours_left"] == pytest.approx(2 * done["tokens_per_item"] / 0.5 / 3600)
+    assert done["accuracy"] == pytest.approx(0.5)  # q1 right, q2 wrong
+    waiting = table.loc["self_consistency"]
+    assert (waiting["done"], waiting["state"]) == (0, "not started") and math.isnan(waiting["hours_left"])
+
+
+def test_status_prints_the_table_and_runs_nothing(study, capsys):
+    before = sorted(p.name for p in study.parent.iterdir())
+    assert cli.main(["study", str(study), "--status"]) == 0
+    out = capsys.readouterr().out
+    assert "2/4" in out and "0/4" in out and "not started" in out and "complete to 2" in out
+    assert "1 point(s) with no estimate yet" in out
+    assert sorted(p.name for p in study.parent.iterdir()) == before  # no sweep ran
