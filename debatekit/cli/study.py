@@ -13,6 +13,7 @@ and the hours left at the rate it last ran (`debatekit.sweep.progress`).
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -70,8 +71,10 @@ def write_study(out: Path, png: bool = False) -> Path:
     from debatekit.sweep import report
 
     notebook = out / "study.ipynb"
+    # relative to the notebook's working folder, so that a committed notebook names no machine's paths
+    where = os.path.relpath(out.resolve(), NOTEBOOKS)
     papermill.execute_notebook(str(NOTEBOOKS / "study.ipynb"), str(notebook), cwd=str(NOTEBOOKS),
-                               parameters={"sweep_dir": str(out.resolve()), "png_dir": str(out.resolve()) if png else None},
+                               parameters={"sweep_dir": where, "png_dir": where if png else None},
                                progress_bar=False)
     report.write_notebook_html(notebook, out / "report.html")
     return notebook

@@ -102,6 +102,9 @@ def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_ne
     page = html.read_text()
     assert "Debate or vote" in page and "vote@1" in page and "On " in page and "plotly" in page
     first = _conclusion(notebook)
+    injected = next(c for c in json.loads(notebook.read_text())["cells"]
+                    if "injected-parameters" in c["metadata"].get("tags", []))
+    assert 'sweep_dir = "../' in "".join(injected["source"])  # relative: a committed notebook names no machine's paths
     events = sorted(folder.rglob("events.jsonl"))
     before = {p: p.stat().st_size for p in events}
     assert cli.main(["study", str(grid), "--quiet"]) == 0  # complete: no point re-runs, no call is made
