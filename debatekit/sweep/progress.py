@@ -7,10 +7,11 @@ A study on a local model runs for many sessions; each one should start by knowin
     single          100/100  0.60 [0.50, 0.69]  309       21.3   0.0         complete
     society_of_mind 37/100   0.51 [0.35, 0.68]  3,110     14.6   3.7         interrupted
 
-`items` counts finished debates against the grid's limit; `tok/item` is the mean completion
-tokens of the finished debates; `tok/s` the completion tokens of the calls of the run's latest
+`items` counts finished items against the grid's limit; `tok/item` is the completion tokens
+of the finished debates per item; `tok/s` the completion tokens of the calls of the run's latest
 stretch (`session_rate`: back from its last call to the first pause of over 15 minutes, cache
-hits left out) over that stretch's span; `hours left` the items still to run at those two figures. A point not started, or one whose last session made no call, has no estimate (NaN).
+hits left out) over that stretch's span; `hours left` the items still to run at those two figures.
+A point not started, or one whose last session made no call, has no estimate (NaN).
 `debatekit study GRID --status` prints it without running anything.
 """
 
@@ -22,7 +23,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from debatekit.analysis.intervals import bootstrap_ci
+from debatekit.analysis.paired import aligned
+from debatekit.analysis.tables import summarize
 from debatekit.records.trace import RunFolder
 from debatekit.sweep.grid import expand_grid, load_grid
 
@@ -49,23 +51,20 @@ def _point_row(point, folder: Path) -> dict:
         return row
     run = RunFolder(folder)
     record = run.read_run()
-    debates = run.debates()
-    scored = [d.correct for d in debates if d.answered and d.correct is not None]
-    row["done"] = len(debates)
-    row["state"] = record.status
-    if scored:
-        row["accuracy"], row["low"], row["high"] = bootstrap_ci([float(c) for c in scored])
-    if debates:
-        row["tokens_per_item"] = sum(d.usage.completion_tokens for d in debates) / len(debates)
+    summary = summarize(run.debates())  # as the run's own table counts: an unreadable answer is wrong
+    row["done"], row["state"] = summary["items"], record.status
+    if summary["accuracy"] is not None:
+        row["accuracy"], (row["low"], row["high"]) = summary["accuracy"], summary["accuracy_ci"]
+    if summary["items"]:
+        row["tokens_per_item"] = summary["completion_tokens"] / summary["items"]
     row["tokens_per_s"] = session_rate(run.events(), last_start(record))
     left = max(0, row["limit"] - row["done"]) if row["limit"] is not None else math.nan
-    if row["limit"] is not None and left == 0:
-        row["state"] = "complete"
-    elif record.status == "complete":  # complete at a smaller limit (a first-10 run copied in): grows on resume
-        row["state"] = f"complete to {record.config.limit}"
     if left == 0:
-        row["hours_left"] = 0.0
-    elif row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
+        row["state"], row["hours_left"] = "complete", 0.0
+        return row
+    if record.status == "complete":  # complete at a smaller limit (a first-10 run copied in): grows on resume
+        row["state"] = f"complete to {record.config.limit}"
+    if row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
         row["hours_left"] = left * row["tokens_per_item"] / row["tokens_per_s"] / 3600
     return row
 
@@ -108,8 +107,7 @@ def describe(table: pd.DataFrame) -> str:
         limit = "?" if r.limit is None or (isinstance(r.limit, float) and math.isnan(r.limit)) else int(r.limit)
         lines.append([r.point, f"{r.done}/{limit}", accuracy, number(r.tokens_per_item, ",.0f"),
                       number(r.tokens_per_s, ".1f"), number(r.hours_left, ".1f"), r.state])
-    widths = [max(len(line[i]) for line in lines) for i in range(len(lines[0]))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)).rstrip() for line in lines]
+    text = aligned(lines)
     known = table["hours_left"].dropna()
     unknown = table.loc[table["hours_left"].isna(), "point"].tolist()
     total = f"left: about {known.sum():.1f} hours at each point's last measured rate"
