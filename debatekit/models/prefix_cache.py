@@ -27,7 +27,7 @@ def default_ram_mib(available: int | None) -> int:
     round 3; 12 debates at once keep 36 of them, up to about 100k tokens of the 1.5B model's KV
     state (28 KiB a token: 2.8 GiB), while finished debates' states wait to be evicted. A fixed
     2 GiB (75k tokens) held too few: round-2 calls of that study reused 90 of the 1,305 prompt
-    tokens on average, and with 8 GiB 449 of 1,236 (each agent's whole round-1 conversation).
+    tokens on average, and with 8 GiB 428 of 1,216 over 105 calls (each agent's own round-1 conversation).
     """
     if available is None:
         return DEFAULT_CACHE_RAM_MIB
