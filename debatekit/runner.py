@@ -32,7 +32,7 @@ from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
 from debatekit.models.local import cache_dir
 from debatekit.records import review
-from debatekit.records.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
+from debatekit.records.schemas import ANSWERED, CallEvent, DebateRecord, RunConfig, RunRecord
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
                                      item_folder_name, now)
 
@@ -80,7 +80,7 @@ def default_out(config: RunConfig) -> Path:
 
 
 async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool = False,
-               progress: bool = True, gateway: Gateway | None = None,
+               retry_degraded: bool = False, progress: bool = True, gateway: Gateway | None = None,
                on_debate: Callable[[DebateRecord], None] | None = None) -> RunResult:
     """Run `config` and write its run folder; see `run` for the arguments."""
     spec = registry.get(config.protocol)
@@ -106,7 +106,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         raise
     (folder.path / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request is spent
     seeds = [config.seed + k for k in range(config.seeds)]
-    done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.answered} if resume else set()
+    kept = ("ok",) if retry_degraded else ANSWERED  # degraded: answered although some of its calls failed
+    done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.status in kept} if resume else set()
     todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
 
     own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
@@ -195,7 +196,9 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunR
         config: what to run.
         out: run folder; default `runs/<time>-<protocol>-<dataset>-<id>`.
         **kwargs: passed to `arun`: `resume` (continue the run in `out`, skipping items that
-            finished), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
+            finished), `retry_degraded` (with `resume`: also run again the debates that answered
+            although some of their calls failed; the response cache serves every call whose prompt
+            is unchanged, and the new record supersedes the old), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
             (one to share across runs; default a new one with the disk cache).
 
     Raises:

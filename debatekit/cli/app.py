@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
     run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
+    run.add_argument("--retry-degraded", action="store_true",
+                     help="with --resume: also run again the debates that answered although some of their calls "
+                          "failed (status degraded); the response cache serves every call whose prompt is unchanged")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sub.add_parser("datasets", help="list shipped datasets")
@@ -111,6 +114,8 @@ def cmd_run(args) -> int:
     sets = _parse_set(args.sets)
     if args.resume and not args.out:
         raise ValueError("--resume needs --out RUN_DIR: the folder of the run to continue")
+    if args.retry_degraded and not args.resume:
+        raise ValueError("--retry-degraded needs --resume --out RUN_DIR: it runs again debates of an existing run")
     configs = []
     for name in args.protocols:
         spec = registry.get(name)
@@ -129,7 +134,7 @@ def cmd_run(args) -> int:
         resume = _resumable(outs, args.out)
     results = []
     for config, out, again in zip(configs, outs, resume):
-        results.append(run(config, out, resume=again, progress=not args.quiet))
+        results.append(run(config, out, resume=again, retry_degraded=args.retry_degraded, progress=not args.quiet))
     print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
         print("\n" + visible(paired_block(results)))
@@ -139,6 +144,10 @@ def cmd_run(args) -> int:
             print(visible(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates "
                           f"have no answer (left out of accuracy; --resume retries them); first error: "
                           f"{s['first_error']}"), file=sys.stderr)
+        if s["degraded"]:
+            print(f"debatekit: note: {r.record.config.protocol}: {s['degraded']} of {s['debates']} debates answered "
+                  f"although some of their calls failed (degraded: scored); --resume --retry-degraded runs them "
+                  f"again", file=sys.stderr)
     return 0
 
 
