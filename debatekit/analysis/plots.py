@@ -163,7 +163,8 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     from debatekit.analysis import pareto_front
 
     front = pareto if pareto is not None else pareto_front(configs, cost, "accuracy")
-    shown, position = _point_labels(configs, cost, label)
+    line = configs[front].sort_values(cost)
+    shown, position = _point_labels(configs, cost, label, line)
     fig = go.Figure()
     for name, mask, symbol in (("configurations", ~front, "circle"), ("Pareto front", front, "star")):
         rows = configs[mask]
@@ -172,39 +173,76 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
             text=shown[mask], textposition=position[mask], marker=dict(symbol=symbol, size=14 if symbol == "star" else 10),
             error_y=dict(type="data", symmetric=False, array=rows["high"] - rows["accuracy"],
                          arrayminus=rows["accuracy"] - rows["low"], thickness=1)))
-    line = configs[front].sort_values(cost)
     fig.add_trace(go.Scatter(x=line[cost], y=line["accuracy"], mode="lines", name="front",
                              line=dict(color="black", dash="dot", shape="hv"), hoverinfo="skip"))
     fig.update_layout(title=title, xaxis_title=f"{cost.replace('_', ' ')} per item", yaxis_title="accuracy", **LAYOUT)
-    fig.update_xaxes(range=_label_range(configs, cost, shown))  # a label at either end is not cut off
+    fig.update_xaxes(range=_label_range(configs, cost, shown, position))  # a label at either end is not cut off
     fig.update_yaxes(**SHARE)
     return fig
 
 
-def _point_labels(configs: pd.DataFrame, cost: str, label: str) -> tuple[pd.Series, pd.Series]:
-    """Labels that do not print over each other: one joined label per coordinate, each placed
-    above or below its point, left to right, on the side where it clears the labels already
-    placed (widths estimated from the label's length on an axis about 1,200 px wide)."""
+SIDES = ("top center", "bottom center", "middle right", "middle left")
+"""Where a point's label may go, in order of preference."""
+
+
+def _point_labels(configs: pd.DataFrame, cost: str, label: str,
+                  line: pd.DataFrame | None = None) -> tuple[pd.Series, pd.Series]:
+    """Labels that do not print over each other: one joined label per coordinate, each put, left to
+    right, on the side (above, below, right, left) where its box overlaps least with the labels
+    already placed, the other points and the steps of `line` (rows sorted by cost, drawn with
+    shape "hv"); the first side in `SIDES` wins a tie."""
     key = configs[cost].round(6).astype(str) + "|" + configs["accuracy"].round(6).astype(str)
     joined = configs.groupby(key, sort=False)[label].agg(_joined)
     first = ~key.duplicated()
     shown = pd.Series([joined[k] if f else "" for k, f in zip(key, first)], index=configs.index)
-    position = pd.Series("top center", index=configs.index)
-    per_char = ((configs[cost].max() - configs[cost].min()) or 1.0) * 7 / 1200
-    placed: list[tuple[str, float, float]] = []  # side, right edge, accuracy of each placed label
+    position = pd.Series(SIDES[0], index=configs.index)
+    unit = _units(configs[cost])
+    points = [_box(x, y, "", "marker", unit) for x, y in zip(configs[cost], configs["accuracy"])]
+    placed = _steps(line, cost, unit) if line is not None else []
     for idx in configs[first].sort_values(cost, kind="stable").index:
         x, y = configs.at[idx, cost], configs.at[idx, "accuracy"]
-        half = len(shown[idx]) * per_char / 2
-        left = x - half
-
-        def room(side: str) -> float:  # the gap to the nearest label it could touch on that side
-            return min((left - right for s, right, at in placed if s == side and abs(at - y) < 0.08),
-                       default=float("inf"))
-
-        side = max(("top center", "bottom center"), key=room)
+        own = _box(x, y, "", "marker", unit)
+        boxes = {side: _box(x, y, shown[idx], side, unit) for side in SIDES}
+        side = min(SIDES, key=lambda s: sum(_overlap(boxes[s], o) for o in placed + [p for p in points if p != own]))
         position[idx] = side
-        placed.append((side, x + half, y))
+        placed.append(boxes[side])
     return shown, position
+
+
+def _units(x: pd.Series) -> tuple[float, float]:
+    """Data units per pixel, x and y, for the narrowest plot the figure is shown in: a 900 px PNG
+    (`report.save_png`), whose axes are about 820 by 330 px (`LAYOUT`'s margins and height).
+    The x axis is wider than the points by the labels' room; 0.7 of it is taken as their span."""
+    return ((float(x.max() - x.min())) or 1.0) / (0.7 * 820), (SHARE["range"][1] - SHARE["range"][0]) / 330
+
+
+def _steps(line: pd.DataFrame, cost: str, unit: tuple[float, float]) -> list[tuple[float, float, float, float]]:
+    """Boxes 2 px thick along a line drawn through `line`'s points with shape "hv"."""
+    px, py = unit
+    x, y = line[cost].astype(float).tolist(), line["accuracy"].astype(float).tolist()
+    flat = [(x0, x1, y0 - py, y0 + py) for x0, x1, y0 in zip(x, x[1:], y)]
+    rising = [(x1 - px, x1 + px, min(y0, y1), max(y0, y1)) for x1, y0, y1 in zip(x[1:], y, y[1:])]
+    return flat + rising
+
+
+def _box(x: float, y: float, text: str, side: str, unit: tuple[float, float]) -> tuple[float, float, float, float]:
+    """(left, right, bottom, top) of a label printed at `side` of the point (x, y), in data units
+    (about 7 px a character, 16 px high, 6 px from the point); a point's own marker for `marker`."""
+    px, py = unit
+    width, half_height, gap = len(text) * 7 * px, 8 * py, 6
+    if side == "marker":
+        return x - 7 * px, x + 7 * px, y - 7 * py, y + 7 * py
+    if side == "top center":
+        return x - width / 2, x + width / 2, y + gap * py, y + (gap + 16) * py
+    if side == "bottom center":
+        return x - width / 2, x + width / 2, y - (gap + 16) * py, y - gap * py
+    if side == "middle right":
+        return x + (gap + 6) * px, x + (gap + 6) * px + width, y - half_height, y + half_height
+    return x - (gap + 6) * px - width, x - (gap + 6) * px, y - half_height, y + half_height
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> float:
+    return max(0.0, min(a[1], b[1]) - max(a[0], b[0])) * max(0.0, min(a[3], b[3]) - max(a[2], b[2]))
 
 
 def _joined(names) -> str:
@@ -215,12 +253,13 @@ def _joined(names) -> str:
     return " = ".join([head] + [n[len(head) + 1:] if n.startswith(head + " ") else n for n in names[1:]])
 
 
-def _label_range(configs: pd.DataFrame, cost: str, shown: pd.Series) -> list[float]:
-    """An x range wide enough for every centred label (same width estimate as `_point_labels`)."""
+def _label_range(configs: pd.DataFrame, cost: str, shown: pd.Series, position: pd.Series) -> list[float]:
+    """An x range wide enough for every label where `_point_labels` put it."""
     x = configs[cost].astype(float)
-    per_char = ((x.max() - x.min()) or 1.0) * 7 / 1200
-    half = shown.str.len() * per_char / 2
-    low, high = min(x.min(), (x - half).min()), max(x.max(), (x + half).max())
+    unit = _units(x)
+    boxes = [_box(v, a, t, side, unit) for v, a, t, side in zip(x, configs["accuracy"], shown, position) if t]
+    low = min([x.min(), *(b[0] for b in boxes)])
+    high = max([x.max(), *(b[1] for b in boxes)])
     margin = 0.03 * ((high - low) or 1.0)
     return [low - margin, high + margin]
 
@@ -278,7 +317,8 @@ def item_answers(rounds: pd.DataFrame, truth: Any = None, round_marker: int | No
 
 
 def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figure:
-    """Forest plot of paired accuracy differences: one row per configuration, its 95% interval, zero marked.
+    """Forest plot of paired accuracy differences: one row per configuration, its 95% interval, zero
+    marked, and beside it the McNemar p and the number of pairs.
 
     Args:
         table: `analysis.compare` output (config, baseline, difference, low, high, p_mcnemar,
@@ -297,7 +337,8 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
                       "%{customdata[4]}; %{customdata[5]} pairs<extra></extra>"))
     fig.add_vline(x=0, line=dict(color="grey", dash="dash"))
     for row in rows.itertuples():
-        fig.add_annotation(x=row.high, y=str(row.config), text=f"p={row.p_mcnemar:.2g}", showarrow=False,
+        # the pairs each row rests on: a study's configurations may have finished different numbers of items
+        fig.add_annotation(x=row.high, y=str(row.config), text=f"p={row.p_mcnemar:.2g}, n={row.pairs}", showarrow=False,
                            xanchor="left", xshift=8, font=dict(size=11, color="grey"))
     baseline = table["baseline"].iloc[0] if len(table) else "baseline"
     fig.update_layout(title=title or f"Accuracy difference against {baseline} (paired, 95% bootstrap interval)",

@@ -79,6 +79,8 @@ def test_known_correctness_gives_the_exact_difference_interval_and_mcnemar(tmp_p
     assert list(bar.error_x.array) == [pytest.approx(row.high - 0.15)]
     assert list(bar.error_x.arrayminus) == [pytest.approx(0.15 - row.low)]
     assert any(shape.x0 == 0 and shape.x1 == 0 for shape in fig.layout.shapes)  # zero marked
+    # beside the interval: the McNemar p and the pairs it rests on
+    assert [a.text for a in fig.layout.annotations] == [f"p={row.p_mcnemar:.2g}, n={N}"]
 
 
 def test_items_where_either_side_failed_are_left_out_of_the_pair_and_counted(tmp_path, capsys):

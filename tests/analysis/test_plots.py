@@ -79,8 +79,9 @@ def test_cost_accuracy_marks_the_pareto_front():
     # the tied points print one joined label, not two labels over each other
     printed = [t for t in front.text if t]
     assert sorted(printed) == ["SC3", "a1 r1 = single", "a1 r2", "a3 r2"]
-    positions = [p for _, p in sorted(zip(front.x, front.textposition))]
-    assert {"top center", "bottom center"} <= set(positions)
+    # a3 r1 sits 0.05 below SC3's point, on the front's step up to it: its label goes to the right
+    assert list(by_name["configurations"].textposition) == ["middle right"]
+    assert set(front.textposition) == {"top center"}
     assert list(by_name["front"].x) == sorted(front.x)
     # the axis leaves room for the labels at either end, which the plot would otherwise cut off
     low, high = fig.layout.xaxis.range
@@ -128,3 +129,18 @@ def test_cost_labels_take_the_side_where_they_clear_their_neighbours():
     assert position[0] != position[1]  # 20 tokens apart at the same accuracy: one above, one below
     assert position[4] == "top center"  # nothing near it
     assert position[2] == position[3] == "top center"  # close in x, far apart in accuracy
+
+
+def test_labels_of_points_crowded_at_one_cost_go_to_different_sides():
+    # the GSM8K study's right end: three configurations within 24 tokens and 0.08 of accuracy
+    frame = pd.DataFrame({"completion_tokens": [309, 995, 3076, 3100, 3076],
+                          "accuracy": [0.6, 0.68, 0.63, 0.70, 0.62],
+                          "label": ["single", "vote@1", "society_of_mind", "self_consistency", "debate@3"]})
+    shown, position = plots._point_labels(frame, "completion_tokens", "label")
+    crowded = position.iloc[2:]
+    assert crowded.nunique() == 3  # not two on one side, printed over each other
+    # the label above the lower point would run into the higher point's label: it goes to the side
+    assert position[2] == "middle right" and position[3] == "top center" and position[4] == "bottom center"
+    # and the x axis is widened to show a label put right of the last point
+    low, high = plots._label_range(frame, "completion_tokens", shown, position)
+    assert high > 3076 + len("society_of_mind") * 7 * (3100 - 309) / 1200
