@@ -132,11 +132,17 @@ def turning_points(tables: analysis.Tables) -> dict[str, dict[str, Any] | None]:
 def _story(tables: analysis.Tables, run_id: str, item_id: str) -> dict[str, Any]:
     rounds = tables.rounds[(tables.rounds["run_id"] == run_id) & (tables.rounds["item_id"] == item_id)]
     debate = tables.debates[(tables.debates["run_id"] == run_id) & (tables.debates["item_id"] == item_id)].iloc[0]
-    changes = [f"round {int(r.round)}: {r.agent} {r.flip.replace('_', ' ')} ({_was(rounds, r)} -> {r.answer})"
+    changes = [f"round {int(r.round)}: {r.agent} {r.flip.replace('_', ' ')} ({_plain(_was(rounds, r))} -> "
+               f"{_plain(r.answer)})"
                for r in rounds.itertuples() if r.changed]
     return {"run_id": run_id, "item_id": item_id, "debate_id": debate["debate_id"], "truth": debate["truth"],
-            "answers": {int(k): dict(zip(g["agent"], g["answer"])) for k, g in rounds.groupby("round")},
+            "answers": {int(k): dict(zip(g["agent"], map(_plain, g["answer"]))) for k, g in rounds.groupby("round")},
             "changes": changes}
+
+
+def _plain(answer: Any) -> Any:
+    """A numeric answer as the model wrote it: 45, not the 45.0 a mixed answer column holds."""
+    return int(answer) if isinstance(answer, float) and answer.is_integer() else answer
 
 
 def _was(rounds: pd.DataFrame, row) -> Any:
@@ -144,29 +150,60 @@ def _was(rounds: pd.DataFrame, row) -> Any:
     return before["answer"].iloc[0] if len(before) else None
 
 
+ALPHA = 0.05
+
+
 def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.DataFrame, dataset: str,
                agreement: float | None) -> str:
-    """The study's conclusion in plain sentences, every number taken from the tables passed in."""
+    """The study's conclusion in plain sentences, every number taken from the tables passed in.
+
+    A difference separates only where its bootstrap interval excludes zero *and* the exact McNemar
+    test rejects at `ALPHA`; where only the interval excludes zero, the sentence says so.
+    """
     def say(row) -> str:
         return (f"{row.difference:+.2f} [{row.low:+.2f}, {row.high:+.2f}], McNemar p = {row.p_mcnemar:.2g}, "
                 f"{row.pairs} items")
 
+    def verdict(row, up: str, down: str, neither: str, what: str) -> str:
+        side = up if row.low > 0 else down if row.high < 0 else None
+        if side is None:
+            return f"{neither} {what}"
+        return f"{side} {what}" + ("" if row.p_mcnemar < ALPHA else " by its interval only, not by the exact test")
+
     lines = []
-    rows = against_single.set_index("config")
-    for config in rows.index:
-        r = rows.loc[config]
-        verdict = "above" if r.low > 0 else "below" if r.high < 0 else "not separable from"
-        lines.append(f"- {config}: {verdict} one agent ({say(r)}).")
+    for r in against_single.itertuples():
+        lines.append(f"- {r.config}: {verdict(r, 'above', 'below', 'not separable from', 'one agent')} ({say(r)}).")
     for r in inner.itertuples():
         if r.baseline == "vote@1":
-            verdict = "adds to" if r.low > 0 else "takes from" if r.high < 0 else "does not separate from"
-            lines.append(f"- Inside the debate run, {r.config} {verdict} the round-1 majority vote ({say(r)}).")
-    nulls = limits[(limits["p_mcnemar"] >= 0.05) & limits["detectable"].notna()]
-    if len(nulls):
-        lines.append(f"- Where nothing separates ({len(nulls)} of {len(limits)} comparisons), the items rule out true "
-                     f"differences of {nulls['detectable'].min():.2f} to {nulls['detectable'].max():.2f} or more "
-                     f"(80% power at the discordance each comparison showed); smaller ones stay possible.")
+            v = verdict(r, "adds to", "takes from", "does not separate from", "the round-1 majority vote")
+            lines.append(f"- Inside the debate run, {r.config} {v} ({say(r)}).")
+    lines += _what_nulls_rule_out(against_single, limits)
     if agreement is not None:
         lines.append(f"- The three agents gave the same round-1 answer on {agreement:.0%} of items: there the vote is "
                      f"one agent repeated.")
     return f"On {dataset}:\n" + "\n".join(lines)
+
+
+def _what_nulls_rule_out(against_single: pd.DataFrame, limits: pd.DataFrame) -> list[str]:
+    """How many comparisons with one agent did not separate, and which true differences they rule out."""
+    separated = (against_single["p_mcnemar"] < ALPHA) & ((against_single["low"] > 0) | (against_single["high"] < 0))
+    nulls = set(against_single.loc[~separated, "config"])
+    if not nulls:
+        return []
+    rows = limits[limits["config"].isin(nulls) & (limits["baseline"] == "single")]
+    bounded, unbounded = rows[rows["detectable"].notna()], rows[rows["detectable"].isna()]
+    line = (f"- None of the {len(nulls)} comparisons with one agent separates." if len(nulls) == len(against_single)
+            else f"- {len(nulls)} of {len(against_single)} comparisons with one agent do not separate.")
+    if len(bounded):
+        line += (f" The {len(bounded)} on {_counts(bounded['pairs'])} items rule out true differences of "
+                 f"{bounded['detectable'].min():.2f} to {bounded['detectable'].max():.2f} or more (80% power at "
+                 f"the discordance each showed); smaller ones stay possible.")
+    if len(unbounded):
+        line += (f" {' and '.join(unbounded['config'])}, on {_counts(unbounded['pairs'])} items, rule out no difference "
+                 f"yet (too few items where the two sides differ).")
+    return [line]
+
+
+def _counts(pairs: pd.Series) -> str:
+    values = sorted({int(v) for v in pairs})
+    return " or ".join(map(str, values)) if len(values) <= 2 else f"{values[0]} to {values[-1]}"

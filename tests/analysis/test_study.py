@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 import yaml
 
@@ -116,3 +117,31 @@ def _conclusion(notebook: Path) -> str:
     outputs = [o for c in cells if c["cell_type"] == "code" and "study.conclusion" in "".join(c["source"])
                for o in c["outputs"]]
     return "".join("".join(o.get("text", "")) for o in outputs)
+
+
+def test_the_conclusion_says_separates_only_where_interval_and_exact_test_agree():
+    cols = ["config", "baseline", "pairs", "difference", "low", "high", "p_mcnemar"]
+    against = pd.DataFrame([["both", "single", 100, 0.15, 0.05, 0.25, 0.01],
+                            ["interval only", "single", 60, 0.10, 0.02, 0.20, 0.07],
+                            ["neither", "single", 60, 0.00, -0.10, 0.10, 1.0],
+                            ["few", "single", 10, 0.10, 0.00, 0.30, 1.0]], columns=cols)
+    inner = pd.DataFrame([["debate@3", "vote@1", 60, -0.12, -0.20, -0.04, 0.02]], columns=cols)
+    limits = pd.DataFrame({"config": ["both", "interval only", "neither", "few"], "baseline": "single",
+                           "pairs": [100, 60, 60, 10], "detectable": [0.1, 0.13, 0.16, None]})
+    lines = study.conclusion(against, inner, limits, "gsm8k", 0.5).splitlines()
+    assert lines[1].startswith("- both: above one agent (+0.15 [+0.05, +0.25], McNemar p = 0.01, 100 items)")
+    assert lines[2].startswith("- interval only: above one agent by its interval only, not by the exact test (")
+    assert lines[3].startswith("- neither: not separable from one agent (")
+    assert lines[5] == ("- Inside the debate run, debate@3 takes from the round-1 majority vote "
+                        "(-0.12 [-0.20, -0.04], McNemar p = 0.02, 60 items).")
+    # the two on 60 items bound what they missed; the one on 10 bounds nothing; the one that separated is not a null
+    assert lines[6] == ("- 3 of 4 comparisons with one agent do not separate. The 2 on 60 items rule out true "
+                        "differences of 0.13 to 0.16 or more (80% power at the discordance each showed); smaller "
+                        "ones stay possible. few, on 10 items, rule out no difference yet (too few items where "
+                        "the two sides differ).")
+
+
+def test_turning_point_answers_print_as_the_model_wrote_them():
+    # a rounds column mixing numbers and None holds floats: 45.0 is printed 45, 9.33 stays
+    assert [study._plain(v) for v in (45.0, 9.33, "B", None)] == [45, 9.33, "B", None]
+    assert isinstance(study._plain(45.0), int)
