@@ -106,8 +106,10 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         raise
     (folder.path / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request is spent
     seeds = [config.seed + k for k in range(config.seeds)]
-    kept = ("ok",) if retry_degraded else ANSWERED  # degraded: answered although some of its calls failed
-    done = {(d.item_id, _seed_of(d, config)) for d in folder.debates() if d.status in kept} if resume else set()
+    finished = {(d.item_id, _seed_of(d, config)): d for d in folder.debates()} if resume else {}
+    # degraded: answered although some of its calls failed; retried, it keeps its record unless the retry answers
+    again = {key: d for key, d in finished.items() if d.status == "degraded"} if retry_degraded else {}
+    done = {key for key, d in finished.items() if d.answered and key not in again}
     todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
 
     own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
@@ -137,6 +139,9 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                             folder=folder.path / where)
             result = await _debate(solver, item, debate, config.protocol, calls)
             folder.append(DEBATES_FILE, result)
+            if not result.answered and (item.id, seed) in again:  # the retry did worse: the last record
+                result = again[item.id, seed]                      # per item and seed is the old one again
+                folder.append(DEBATES_FILE, result)
             answered.append(result.answered)
             review.enqueue(folder, result, where)  # escalated: human review queue
             if on_debate:
@@ -197,8 +202,9 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunR
         out: run folder; default `runs/<time>-<protocol>-<dataset>-<id>`.
         **kwargs: passed to `arun`: `resume` (continue the run in `out`, skipping items that
             finished), `retry_degraded` (with `resume`: also run again the debates that answered
-            although some of their calls failed; the response cache serves every call whose prompt
-            is unchanged, and the new record supersedes the old), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
+            although some of their calls failed; with the response cache on, every call whose
+            prompt is unchanged is served from it; a retry that answers supersedes the old record,
+            one that does not leaves it the item's), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
             (one to share across runs; default a new one with the disk cache).
 
     Raises:

@@ -7,6 +7,7 @@ Retrying it asks the model only for the calls that failed: the rest come from th
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 from debatekit.cli.app import main
@@ -50,6 +51,32 @@ def test_retry_runs_again_only_the_degraded_debate_and_asks_only_for_its_failed_
     assert sorted(kept) == ["q1", "q2", "q3"] and all(d.status == "ok" and d.correct for d in kept.values())
     assert kept["q2"].rounds[-1].answers == {"agent1": 20, "agent2": 20, "agent3": 20}
     assert again.summary["degraded"] == 0 and again.summary["debates"] == 3
+
+
+def test_a_retry_that_gets_no_answer_keeps_the_degraded_record(tmp_path, arithmetic_file):
+    def reply(req: scripted.Request):
+        if down["on"] and req.item_id == "q2":
+            return scripted.Fault("server")
+        if req.item_id == "q2" and (req.agent, req.round) == ("agent1", 2):
+            return scripted.Fault("server")
+        return answer(int(req.item_id[1:]) * 10)
+
+    down = {"on": False}
+    model = scripted.register("down-on-retry", fn=reply)
+    config = RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model, cache=False,
+                       params={"agents": 3, "rounds": 2, "stop_on_agreement": False})
+    out = tmp_path / "run"
+    first = {d.item_id: d for d in run(config, out, progress=False).debates}
+    assert first["q2"].status == "degraded" and first["q2"].final_answer == 20
+
+    down["on"] = True  # every q2 call fails now: the retry ends with no answer
+    again = run(config, out, resume=True, retry_degraded=True, progress=False)
+    kept = {d.item_id: d for d in RunFolder(out).debates()}
+    assert kept["q2"].debate_id == first["q2"].debate_id and kept["q2"].status == "degraded"
+    assert again.summary["degraded"] == 1 and again.summary["failed"] == 0
+    # the failed retry stays in the trace: its record, then the old one again as the item's last
+    rows = [line for line in (out / "debates.jsonl").read_text().splitlines() if '"q2"' in line]
+    assert [json.loads(r)["status"] for r in rows] == ["degraded", "error", "degraded"]
 
 
 def test_the_cli_names_degraded_debates_and_retries_them(tmp_path, arithmetic_file, capsys):

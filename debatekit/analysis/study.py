@@ -142,6 +142,8 @@ def _story(tables: analysis.Tables, run_id: str, item_id: str) -> dict[str, Any]
 
 def _plain(answer: Any) -> Any:
     """A numeric answer as the model wrote it: 45, not the 45.0 a mixed answer column holds."""
+    if isinstance(answer, float) and answer != answer:  # NaN: no answer in a numeric column
+        return None
     return int(answer) if isinstance(answer, float) and answer.is_integer() else answer
 
 
@@ -168,7 +170,7 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
         side = up if row.low > 0 else down if row.high < 0 else None
         if side is None:
             return f"{neither} {what}"
-        return f"{side} {what}" + ("" if row.p_mcnemar < ALPHA else " by its interval only, not by the exact test")
+        return f"{side} {what}" + ("" if _separates(row) else " by its interval only, not by the exact test")
 
     lines = []
     for r in against_single.itertuples():
@@ -184,23 +186,33 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
     return f"On {dataset}:\n" + "\n".join(lines)
 
 
+def _separates(row) -> bool:
+    """The interval excludes zero and the exact test rejects."""
+    return (row.low > 0 or row.high < 0) and row.p_mcnemar < ALPHA
+
+
 def _what_nulls_rule_out(against_single: pd.DataFrame, limits: pd.DataFrame) -> list[str]:
-    """How many comparisons with one agent did not separate, and which true differences they rule out."""
-    separated = (against_single["p_mcnemar"] < ALPHA) & ((against_single["low"] > 0) | (against_single["high"] < 0))
-    nulls = set(against_single.loc[~separated, "config"])
+    """How many comparisons with one agent did not separate, and which true differences the ones whose
+    interval holds zero rule out (`limits`: `rules_out` of the same comparisons)."""
+    rows = list(against_single.itertuples())
+    nulls = [r.config for r in rows if not _separates(r)]
     if not nulls:
         return []
-    rows = limits[limits["config"].isin(nulls) & (limits["baseline"] == "single")]
-    bounded, unbounded = rows[rows["detectable"].notna()], rows[rows["detectable"].isna()]
-    line = (f"- None of the {len(nulls)} comparisons with one agent separates." if len(nulls) == len(against_single)
-            else f"- {len(nulls)} of {len(against_single)} comparisons with one agent do not separate.")
+    line = (f"- None of the {len(rows)} comparisons with one agent separates." if len(nulls) == len(rows)
+            else f"- {len(nulls)} of {len(rows)} comparisons with one agent do not separate.")
+    flat = {r.config for r in rows if r.low <= 0 <= r.high}  # the interval-only ones are not nulls to bound
+    bounds = limits[limits["config"].isin(flat)]
+    bounded, unbounded = bounds[bounds["detectable"].notna()], bounds[bounds["detectable"].isna()]
     if len(bounded):
-        line += (f" The {len(bounded)} on {_counts(bounded['pairs'])} items rule out true differences of "
-                 f"{bounded['detectable'].min():.2f} to {bounded['detectable'].max():.2f} or more (80% power at "
-                 f"the discordance each showed); smaller ones stay possible.")
+        low, high = f"{bounded['detectable'].min():.2f}", f"{bounded['detectable'].max():.2f}"
+        which = "The one whose interval holds zero" if len(bounded) == 1 else f"The {len(bounded)} whose interval holds zero"
+        line += (f" {which}, on {_counts(bounded['pairs'])} items, rule{'s' if len(bounded) == 1 else ''} out true "
+                 f"differences of {low if low == high else f'{low} to {high}'} or more (80% power at the "
+                 f"discordance {'it' if len(bounded) == 1 else 'each'} showed); smaller ones stay possible.")
     if len(unbounded):
-        line += (f" {' and '.join(unbounded['config'])}, on {_counts(unbounded['pairs'])} items, rule out no difference "
-                 f"yet (too few items where the two sides differ).")
+        verb = "rules" if len(unbounded) == 1 else "rule"
+        line += (f" {' and '.join(unbounded['config'])}, on {_counts(unbounded['pairs'])} items, {verb} out no "
+                 f"difference yet (too few items where the two sides differ).")
     return [line]
 
 

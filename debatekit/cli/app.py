@@ -83,7 +83,8 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
     run.add_argument("--retry-degraded", action="store_true",
                      help="with --resume: also run again the debates that answered although some of their calls "
-                          "failed (status degraded); the response cache serves every call whose prompt is unchanged")
+                          "failed (status degraded); with the response cache on, every call whose prompt is unchanged comes "
+                          "from it, and a debate whose retry gets no answer keeps its old record")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
 
     sub.add_parser("datasets", help="list shipped datasets")

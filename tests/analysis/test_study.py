@@ -135,13 +135,14 @@ def test_the_conclusion_says_separates_only_where_interval_and_exact_test_agree(
     assert lines[5] == ("- Inside the debate run, debate@3 takes from the round-1 majority vote "
                         "(-0.12 [-0.20, -0.04], McNemar p = 0.02, 60 items).")
     # the two on 60 items bound what they missed; the one on 10 bounds nothing; the one that separated is not a null
-    assert lines[6] == ("- 3 of 4 comparisons with one agent do not separate. The 2 on 60 items rule out true "
-                        "differences of 0.13 to 0.16 or more (80% power at the discordance each showed); smaller "
-                        "ones stay possible. few, on 10 items, rule out no difference yet (too few items where "
-                        "the two sides differ).")
+    # the interval-only one is no null to bound: only `neither` (60 items) is; `few` (10) bounds nothing
+    assert lines[6] == ("- 3 of 4 comparisons with one agent do not separate. The one whose interval holds zero, "
+                        "on 60 items, rules out true differences of 0.16 or more (80% power at the discordance it "
+                        "showed); smaller ones stay possible. few, on 10 items, rules out no difference yet "
+                        "(too few items where the two sides differ).")
 
 
 def test_turning_point_answers_print_as_the_model_wrote_them():
     # a rounds column mixing numbers and None holds floats: 45.0 is printed 45, 9.33 stays
-    assert [study._plain(v) for v in (45.0, 9.33, "B", None)] == [45, 9.33, "B", None]
+    assert [study._plain(v) for v in (45.0, 9.33, "B", None, float("nan"))] == [45, 9.33, "B", None, None]
     assert isinstance(study._plain(45.0), int)
