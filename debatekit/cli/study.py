@@ -8,7 +8,9 @@ a self-contained `report.html` (and, with `--png`, the two headline figures as P
 the same command continues: complete points are skipped, a point cut short resumes its run, and
 calls already made are served from the response cache, so a finished study re-runs with zero model
 calls and prints the same numbers. `--status` runs nothing and prints how far each point has got
-and the hours left at the rate it last ran (`debatekit.sweep.progress`).
+and the hours left at the rate it last ran (`debatekit.sweep.progress`); `--report-only` runs no
+model and writes the notebook and report over the runs as they stand (a study part-way, each
+configuration on the items it has finished).
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ def add(subparsers) -> dict:
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--status", action="store_true",
                    help="run nothing: print each point's items done, accuracy so far, rate and hours left")
+    p.add_argument("--report-only", action="store_true",
+                   help="run no model: write the study notebook and report over the runs as they stand")
     return {"study": run}
 
 
@@ -46,6 +50,10 @@ def run(args) -> int:
         print(progress.describe(progress.progress(grid, out)))
         return 0
     need("papermill", "notebooks", "debatekit study")
+    if args.report_only:
+        notebook = write_study(out, png=args.png)
+        print(f"study notebook {notebook}; report {out / 'report.html'} (no point run)")
+        return 0
     result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
                              progress=not args.quiet)
     for r in result.failed:

@@ -146,3 +146,16 @@ def test_turning_point_answers_print_as_the_model_wrote_them():
     # a rounds column mixing numbers and None holds floats: 45.0 is printed 45, 9.33 stays
     assert [study._plain(v) for v in (45.0, 9.33, "B", None, float("nan"))] == [45, 9.33, "B", None, None]
     assert isinstance(study._plain(45.0), int)
+
+
+def test_report_only_writes_notebook_and_report_over_a_study_part_way_with_no_call(sweep_dir, capsys):
+    grid = sweep_dir / "grid.yaml"  # the runs of the fixture stand in for a study whose points are not all done
+    grid.write_text(yaml.safe_dump({"parameters": {"dataset": "arithmetic", "model": "scripted/nothing-answers",
+                                                   "limit": 100}, "points": [{"protocol": "single"}]}))
+    events = sorted(sweep_dir.rglob("events.jsonl"))
+    before = {p: p.stat().st_size for p in events}
+    assert cli.main(["study", str(grid), "--report-only"]) == 0
+    assert {p: p.stat().st_size for p in events} == before  # no run grew, none began
+    assert not (sweep_dir / "sweep.json").exists() and "(no point run)" in capsys.readouterr().out
+    assert "society_of_mind vote@1" in _conclusion(sweep_dir / "study.ipynb")
+    assert "Debate or vote" in (sweep_dir / "report.html").read_text()
