@@ -214,10 +214,14 @@ class RunFolder:
             latest[record.item_id, record.seed] = record
         return list(latest.values())
 
+    def recorded_debate_ids(self) -> set[str]:
+        """The debate ids of every debate record, superseded ones too: a debate not among them never finished."""
+        return {row.get("debate_id") for row in read_jsonl(self.path / DEBATES_FILE)}
+
     def prune_unfinished(self) -> int:
         """Drop the events of debates that never finished (cut off by a stop), before a resume
         re-runs their items, so that every call is counted once. Returns how many were dropped."""
-        finished = {row.get("debate_id") for row in read_jsonl(self.path / DEBATES_FILE)}
+        finished = self.recorded_debate_ids()
         path = self.path / EVENTS_FILE
         if not path.exists():
             return 0

@@ -12,6 +12,9 @@ of the finished debates per item; `tok/s` the completion tokens of the calls of 
 stretch (`session_rate`: back from its last call to the first pause of over 15 minutes, cache
 hits left out) over that stretch's span; `hours left` the items still to run at those two figures.
 A point not started, or one whose last session made no call, has no estimate (NaN).
+`state` is the run's status; `N unfinished` after it counts the debates that made calls and have no
+record yet: in flight while a run goes on (what a drain waits for), cut off if it was killed (a
+resume runs them again, their calls served from that machine's response cache).
 `debatekit study GRID --status` prints it without running anything.
 """
 
@@ -57,13 +60,17 @@ def _point_row(point, folder: Path) -> dict:
         row["accuracy"], (row["low"], row["high"]) = summary["accuracy"], summary["accuracy_ci"]
     if summary["items"]:
         row["tokens_per_item"] = summary["completion_tokens"] / summary["items"]
-    row["tokens_per_s"] = session_rate(run.events(), last_start(record))
+    events = run.events()
+    row["tokens_per_s"] = session_rate(events, last_start(record))
+    unfinished = {e.get("debate_id") for e in events} - run.recorded_debate_ids() - {None}
     left = max(0, row["limit"] - row["done"]) if row["limit"] is not None else math.nan
-    if left == 0:
+    if left == 0 and not unfinished:
         row["state"], row["hours_left"] = "complete", 0.0
         return row
     if record.status == "complete":  # complete at a smaller limit (a first-10 run copied in): grows on resume
         row["state"] = f"complete to {record.config.limit}"
+    if unfinished:
+        row["state"] += f", {len(unfinished)} unfinished"
     if row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
         row["hours_left"] = left * row["tokens_per_item"] / row["tokens_per_s"] / 3600
     return row

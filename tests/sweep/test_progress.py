@@ -85,3 +85,20 @@ def test_status_prints_the_table_and_runs_nothing(study, capsys):
     assert "2/4" in out and "0/4" in out and "not started" in out and "complete to 2" in out
     assert "1 point(s) with no estimate yet" in out
     assert sorted(p.name for p in study.parent.iterdir()) == before  # no sweep ran
+
+
+def test_debates_with_calls_and_no_record_are_counted_unfinished(study):
+    folder = study.parent / expand_grid(load_grid(study))[0].id
+    events = folder / "events.jsonl"
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    # two debates cut off (or still running): their calls are traced, their records not written
+    cut = [{**rows[0], "debate_id": "cutoff1", "item_id": "q3"}, {**rows[0], "debate_id": "cutoff2", "item_id": "q4"},
+           {**rows[0], "debate_id": "cutoff2", "item_id": "q4"}]
+    events.write_text(events.read_text() + "".join(json.dumps(r) + "\n" for r in cut))
+    # and a superseded record (an error re-run later) is a finished debate, not an unfinished one
+    debates = folder / "debates.jsonl"
+    old = {**json.loads(debates.read_text().splitlines()[0]), "debate_id": "superseded", "status": "error"}
+    debates.write_text(json.dumps(old) + "\n" + debates.read_text())
+    events.write_text(events.read_text() + json.dumps({**rows[0], "debate_id": "superseded"}) + "\n")
+    row = progress.progress(study).set_index("protocol").loc["single"]
+    assert row["state"] == "complete to 2, 2 unfinished"
