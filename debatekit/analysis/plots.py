@@ -162,6 +162,15 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     """
     from debatekit.analysis import pareto_front
 
+    placed = configs[cost].notna() & configs["accuracy"].notna() if len(configs) else []
+    if not len(configs) or not placed.any():  # nothing finished yet: an empty plot that says so
+        fig = go.Figure()
+        fig.add_annotation(text="no configuration has both a cost and an accuracy yet", showarrow=False)
+        fig.update_layout(title=title, **LAYOUT)
+        return fig
+    if pareto is not None:
+        pareto = pareto[placed]
+    configs = configs[placed]  # a configuration with no finished item has no point to draw
     front = pareto if pareto is not None else pareto_front(configs, cost, "accuracy")
     line = configs[front].sort_values(cost)
     shown, position = _point_labels(configs, cost, label, line)
@@ -338,7 +347,8 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
     fig.add_vline(x=0, line=dict(color="grey", dash="dash"))
     for row in rows.itertuples():
         # the pairs each row rests on: a study's configurations may have finished different numbers of items
-        fig.add_annotation(x=row.high, y=str(row.config), text=f"p={row.p_mcnemar:.2g}, n={row.pairs}", showarrow=False,
+        fig.add_annotation(x=0 if pd.isna(row.high) else row.high, y=str(row.config),  # no pair: no interval
+                           text=f"p={row.p_mcnemar:.2g}, n={row.pairs}", showarrow=False,
                            xanchor="left", xshift=8, font=dict(size=11, color="grey"))
     baseline = table["baseline"].iloc[0] if len(table) else "baseline"
     fig.update_layout(title=title or f"Accuracy difference against {baseline} (paired, 95% bootstrap interval)",

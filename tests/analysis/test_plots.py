@@ -146,3 +146,22 @@ def test_labels_of_points_crowded_at_one_cost_go_to_different_sides():
     right_edge = plots._box(3076, 0.63, "society_of_mind", "middle right", plots._units(frame["completion_tokens"]))[1]
     centred = max(x + len(t) * 7 * (3100 - 309) / (0.7 * 820) / 2 for x, t in zip(frame["completion_tokens"], shown))
     assert high >= right_edge > centred  # the label put right reaches past any centred one, and fits
+
+
+def test_cost_accuracy_draws_what_it_can_and_says_when_there_is_nothing():
+    frame = configs()
+    frame.loc[5, "completion_tokens"] = float("nan")  # SC3 finished no item yet
+    fig = plots.cost_accuracy(frame)
+    drawn = [t for trace in fig.data if trace.name != "front" for t in trace.hovertext]
+    assert sorted(drawn) == ["a1 r1", "a1 r2", "a3 r1", "a3 r2", "single"]
+    empty = plots.cost_accuracy(frame.iloc[0:0])
+    assert not empty.data and "no configuration" in empty.layout.annotations[0].text
+
+
+def test_a_comparison_with_no_pair_is_labelled_at_zero_not_lost():
+    table = pd.DataFrame({"config": ["a", "b"], "baseline": "single", "difference": [0.1, float("nan")],
+                          "low": [0.0, float("nan")], "high": [0.2, float("nan")], "p_mcnemar": [0.5, float("nan")],
+                          "only_config": [1, 0], "only_baseline": [0, 0], "pairs": [10, 0]})
+    fig = plots.paired_difference(table)
+    notes = {a.y: (a.x, a.text) for a in fig.layout.annotations}
+    assert notes == {"a": (0.2, "p=0.5, n=10"), "b": (0, "p=nan, n=0")}
