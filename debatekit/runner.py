@@ -32,7 +32,7 @@ from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
 from debatekit.models.local import cache_dir
 from debatekit.records import review
-from debatekit.records.schemas import ANSWERED, CallEvent, DebateRecord, RunConfig, RunRecord
+from debatekit.records.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
                                      item_folder_name, now)
 

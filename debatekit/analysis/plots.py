@@ -211,8 +211,9 @@ def _point_labels(configs: pd.DataFrame, cost: str, label: str,
     for idx in configs[first].sort_values(cost, kind="stable").index:
         x, y = configs.at[idx, cost], configs.at[idx, "accuracy"]
         own = _box(x, y, "", "marker", unit)
+        others = placed + [p for p in points if p != own]
         boxes = {side: _box(x, y, shown[idx], side, unit) for side in SIDES}
-        side = min(SIDES, key=lambda s: sum(_overlap(boxes[s], o) for o in placed + [p for p in points if p != own]))
+        side = min(SIDES, key=lambda s: sum(_overlap(boxes[s], o) for o in others))
         position[idx] = side
         placed.append(boxes[side])
     return shown, position
