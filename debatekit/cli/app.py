@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("protocols", "compare", "drain", "new", "report", "review", "serve", "show", "study", "sweep")
+COMMANDS = ("protocols", "compare", "drain", "new", "pack", "report", "review", "serve", "show", "study", "sweep")
 """Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
 
 

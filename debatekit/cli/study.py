@@ -10,7 +10,8 @@ calls already made are served from the response cache, so a finished study re-ru
 calls and prints the same numbers. `--status` runs nothing and prints how far each point has got
 and the hours left at the rate it last ran (`debatekit.sweep.progress`); `--report-only` runs no
 model and writes the notebook and report over the runs as they stand (a study part-way, each
-configuration on the items it has finished).
+configuration on the items it has finished). Each point found complete when the command ends
+has its call events packed (`debatekit pack`), so that a study folder stays small enough to commit.
 """
 
 from __future__ import annotations
@@ -56,6 +57,7 @@ def run(args) -> int:
         return 0
     result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
                              progress=not args.quiet)
+    pack_complete(grid, out)
     for r in result.failed:
         print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
     if result.failed:
@@ -70,6 +72,19 @@ def run(args) -> int:
     notebook = write_study(out, png=args.png)
     print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")
     return 0
+
+
+def pack_complete(grid: Path, out: Path) -> None:
+    """Pack the call events of each point that has finished every item (`debatekit pack`)."""
+    from debatekit.records.trace import RunFolder, RunFolderError
+    from debatekit.sweep import progress
+
+    for point in progress.progress(grid, out).itertuples():
+        if point.state == "complete":
+            try:
+                RunFolder(out / point.point).pack()
+            except RunFolderError as exc:  # a run of it goes on elsewhere: it packs when that one ends
+                print(f"not packed: {exc}", file=sys.stderr)
 
 
 def write_study(out: Path, png: bool = False) -> Path:

@@ -106,10 +106,14 @@ def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_ne
     injected = next(c for c in json.loads(notebook.read_text())["cells"]
                     if "injected-parameters" in c["metadata"].get("tags", []))
     assert 'sweep_dir = "../' in "".join(injected["source"])  # relative: a committed notebook names no machine's paths
-    events = sorted(folder.rglob("events.jsonl"))
-    before = {p: p.stat().st_size for p in events}
+    # each complete point's calls are packed for committing, and still read by the notebook above
+    assert not list(folder.rglob("events.jsonl"))
+    packed = sorted(folder.rglob("events.jsonl.gz"))
+    assert [p.parent.name.split("-")[0] for p in packed] == ["self_consistency", "single", "society_of_mind"]
+    before = {p: p.read_bytes() for p in packed}
     assert cli.main(["study", str(grid), "--quiet"]) == 0  # complete: no point re-runs, no call is made
-    assert {p: p.stat().st_size for p in events} == before and _conclusion(notebook) == first
+    assert not list(folder.rglob("events.jsonl")) and {p: p.read_bytes() for p in packed} == before
+    assert _conclusion(notebook) == first
 
 
 def _conclusion(notebook: Path) -> str:

@@ -1,0 +1,50 @@
+"""`debatekit pack FOLDER...`: gzip the call events of finished runs, for committing them.
+
+    debatekit pack results/studies/gsm8k
+
+A run's `events.jsonl` holds every call with the messages the agent was shown: a 100-item debate
+run is megabytes of repeated text. Packing writes it as `events.jsonl.gz` (about a tenth of the
+size) and removes the plain file; everything that reads a run (tables, `debatekit show`, the
+study notebook, `--resume`) reads either. A sweep or study folder packs each of its runs. A run
+writing in a folder keeps it as it is (its lock is checked), so packing is safe beside a study.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from debatekit.records.trace import RUN_FILE, RunFolder, RunFolderError
+
+
+def add(subparsers) -> dict:
+    p = subparsers.add_parser("pack", help="gzip the call events of runs (a run, sweep or study folder) for committing")
+    p.add_argument("folders", nargs="+", metavar="FOLDER", help="a run folder, or a sweep or study folder")
+    return {"pack": run}
+
+
+def runs_in(folder: Path) -> list[Path]:
+    """The run folders at `folder`: itself, or the runs one level under a sweep or study folder."""
+    if not folder.is_dir():
+        raise ValueError(f"{folder} is not a folder: name a run folder, or a sweep or study folder")
+    if (folder / RUN_FILE).exists():
+        return [folder]
+    found = sorted(path.parent for path in folder.glob(f"*/{RUN_FILE}"))
+    if not found:
+        raise ValueError(f"{folder} holds no run (run.json), neither itself nor in a folder under it")
+    return found
+
+
+def run(args) -> int:
+    runs = [path for folder in args.folders for path in runs_in(Path(folder))]
+    busy = 0
+    for path in runs:
+        try:
+            before, after = RunFolder(path).pack()
+        except RunFolderError as exc:
+            print(f"skipped: {exc}", file=sys.stderr)
+            busy += 1
+            continue
+        print(f"{path}: events {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB" if before != after else
+              f"{path}: already packed ({after / 1e6:.2f} MB)")
+    return 1 if busy else 0
