@@ -33,6 +33,16 @@ def _kernels(pids: list[int]) -> list[int]:
     return found
 
 
+def _as_at_a_terminal() -> None:
+    """Give the sweep Ctrl-C's default disposition, as a shell does for a command in the foreground.
+
+    A command a non-interactive shell starts in the background (`pytest ... &` in a script) starts
+    with SIGINT ignored, and Python keeps it ignored in every child: the sweep then never sees the
+    Ctrl-C this test sends (its kernels, which set their own handler, still do).
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 @pytest.mark.parametrize("how, status, executor", [("SIGTERM", 143, "local"), ("Ctrl-C", 130, "local"),
                                                    ("SIGTERM", 143, "dask")])
 def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, status, executor):
@@ -42,7 +52,8 @@ def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, s
     env = dict(os.environ, PYTHONPATH=str(ROOT), DEBATEKIT_CACHE_DIR=str(tmp_path / "cache"))
     proc = subprocess.Popen([sys.executable, "-m", "debatekit.cli", "sweep", str(NOTEBOOK), "--grid", str(grid),
                              "--out", str(out), "--workers", "2", "--executor", executor, "--quiet"], cwd=tmp_path, env=env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=_as_at_a_terminal)
     try:
         deadline = time.monotonic() + 120
         while not _kernels(descendants(proc.pid)):  # signal while a point's kernel is running
