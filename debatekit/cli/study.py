@@ -55,8 +55,15 @@ def run(args) -> int:
         notebook = write_study(out, png=args.png)
         print(f"study notebook {notebook}; report {out / 'report.html'} (no point run)")
         return 0
-    result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
-                             progress=not args.quiet)
+    try:
+        result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
+                                 progress=not args.quiet)
+    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: a study resumes by its own command, not --resume
+        from debatekit._base import signals
+
+        print(f"debatekit: study stopped; complete points and finished debates are kept in {out}: run the same "
+              f"`debatekit study` command again to continue", file=sys.stderr)
+        return signals.exit_status(exc)
     pack_complete(grid, out)
     for r in result.failed:
         print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)

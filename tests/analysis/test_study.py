@@ -10,6 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from debatekit import sweep
+from debatekit._base import signals
 from debatekit.analysis import study
 from debatekit.cli import app as cli
 from debatekit.models import scripted
@@ -163,3 +165,18 @@ def test_report_only_writes_notebook_and_report_over_a_study_part_way_with_no_ca
     assert not (sweep_dir / "sweep.json").exists() and "(no point run)" in capsys.readouterr().out
     assert "society_of_mind vote@1" in _conclusion(sweep_dir / "study.ipynb")
     assert "Debate or vote" in (sweep_dir / "report.html").read_text()
+
+
+@pytest.mark.parametrize("stop, status", [(KeyboardInterrupt, 130), (signals.Terminated, 143)])
+def test_a_stopped_study_says_to_run_its_own_command_again(tmp_path, monkeypatch, capsys, stop, status):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"parameters": {"dataset": "arithmetic", "model": "scripted/schema", "limit": 1},
+                                    "points": [{"protocol": "single"}]}))
+
+    def stopped(*args, **kwargs):
+        raise stop()
+
+    monkeypatch.setattr(sweep, "run_sweep", stopped)
+    assert cli.main(["study", str(grid), "--quiet"]) == status
+    err = capsys.readouterr().err
+    assert "study stopped" in err and "the same `debatekit study` command" in err and "--resume" not in err
