@@ -156,8 +156,12 @@ ALPHA = 0.05
 
 
 def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.DataFrame, dataset: str,
-               agreement: float | None) -> str:
+               agreement: float | None, against_reference: pd.DataFrame | None = None) -> str:
     """The study's conclusion in plain sentences, every number taken from the tables passed in.
+
+    `against_reference` (`paired` against self-consistency, the vote at the debate's budget) adds
+    the equal-cost question: each configuration but one agent against it, with both budgets as
+    measured (completion tokens per item on the shared items).
 
     A difference separates only where its bootstrap interval excludes zero *and* the exact McNemar
     test rejects at `ALPHA`; where only the interval excludes zero, the sentence says so.
@@ -179,6 +183,13 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
         if r.baseline == "vote@1":
             v = verdict(r, "adds to", "takes from", "does not separate from", "the round-1 majority vote")
             lines.append(f"- Inside the debate run, {r.config} {v} ({say(r)}).")
+    for r in (against_reference.itertuples() if against_reference is not None else ()):
+        if r.config == "single":
+            continue
+        v = verdict(r, "above", "below", "not separable from", r.baseline)
+        lines.append(f"- At its cost, {r.config} is {v} ({say(r)}); completion tokens per item {r.completion_tokens:,.0f} "
+                     f"against {r.baseline_completion_tokens:,.0f} ({r.completion_tokens / r.baseline_completion_tokens:.0%}"
+                     f" of the vote's budget).")
     lines += _what_nulls_rule_out(against_single, limits)
     if agreement is not None:
         lines.append(f"- The three agents gave the same round-1 answer on {agreement:.0%} of items: there the vote is "

@@ -73,6 +73,16 @@ def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_
     assert any("wrong to right" in c for c in picks["fixed"]["changes"])
     text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0)
     assert text.startswith("On items:") and "society_of_mind debate@2" in text and "vote@1" in text
+    assert "At its cost" not in text
+    # at equal cost: the debate (q2, q3 right; 6 calls) against self-consistency (q2, q4; 3 calls)
+    against_sc = study.paired(tables, labels, "self_consistency")
+    text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0, against_sc)
+    debate = against_sc.set_index("config").loc["society_of_mind"]
+    share = debate.completion_tokens / debate.baseline_completion_tokens
+    assert share == pytest.approx(2.0)
+    assert (f"- At its cost, society_of_mind is not separable from self_consistency (+0.00 [{debate.low:+.2f}, "
+            f"{debate.high:+.2f}], McNemar p = 1, 4 items); completion tokens per item") in text
+    assert "(200% of the vote's budget)" in text and "At its cost, single" not in text
 
 
 def test_provenance_names_each_runs_commits_including_its_resumes(sweep_dir):
