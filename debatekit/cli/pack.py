@@ -41,8 +41,9 @@ def run(args) -> int:
     for path in runs:
         try:
             before, after = RunFolder(path).pack()
-        except RunFolderError as exc:
-            print(f"skipped: {exc}", file=sys.stderr)
+        except RunFolderError as exc:  # in use by a run (its process named), or a packed file damaged
+            reason = str(exc).split("; wait for it")[0]
+            print(f"skipped {path}: {reason}; pack it again once that is settled", file=sys.stderr)
             busy += 1
             continue
         print(f"{path}: events {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB" if before != after else

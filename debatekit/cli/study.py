@@ -86,12 +86,17 @@ def pack_complete(grid: Path, out: Path) -> None:
     from debatekit.records.trace import RunFolder, RunFolderError
     from debatekit.sweep import progress
 
-    for point in progress.progress(grid, out).itertuples():
+    try:
+        points = progress.progress(grid, out)
+    except (RunFolderError, OSError, ValueError) as exc:  # a damaged run folder: the study's own lines come first
+        print(f"debatekit: nothing packed: {exc}", file=sys.stderr)
+        return
+    for point in points.itertuples():
         if point.state == "complete":
             try:
                 RunFolder(out / point.point).pack()
-            except RunFolderError as exc:  # a run of it goes on elsewhere: it packs when that one ends
-                print(f"not packed: {exc}", file=sys.stderr)
+            except (RunFolderError, OSError) as exc:  # a run of it goes on elsewhere, a full disk: packs next time
+                print(f"debatekit: {point.point} not packed: {exc}", file=sys.stderr)
 
 
 def write_study(out: Path, png: bool = False) -> Path:

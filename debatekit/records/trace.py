@@ -25,6 +25,7 @@ import json
 import os
 import subprocess
 import tempfile
+import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
@@ -134,7 +135,9 @@ def _lines_of(path: Path, errors: str = "surrogateescape") -> Iterator[str]:
     try:
         with gzip.open(path, "rt", encoding="utf-8", errors=errors) as f:
             yield from f
-    except (OSError, EOFError) as exc:
+    except FileNotFoundError:
+        raise
+    except (OSError, EOFError, zlib.error) as exc:
         raise RunFolderError(f"{path} cannot be read ({exc}): restore it from git or from a copy of the run") from exc
 
 
@@ -143,18 +146,47 @@ def _event_files(folder: Path) -> list[Path]:
     return [path for path in (folder / PACKED_EVENTS_FILE, folder / EVENTS_FILE) if path.exists()]
 
 
+def _event_lines(folder: Path, errors: str = "surrogateescape") -> Iterator[str]:
+    """The lines of a run's call events, packed ones first. A plain line the packed file already
+    holds is skipped: a pack stopped between writing the packed file and removing the plain one
+    leaves both, and no call may count twice (two calls never make the same line: each has its
+    debate, its time stamp and its reply)."""
+    files = _event_files(folder)
+    if len(files) < 2:
+        yield from (line for path in files for line in _lines_of(path, errors))
+        return
+    packed = set()
+    for line in _lines_of(files[0], errors):
+        packed.add(line)
+        yield line
+    yield from (line for line in _lines_of(files[1], errors) if line not in packed)
+
+
 def _rewrite(path: Path, lines) -> None:
-    """Replace `path` with `lines` atomically; a `.gz` path is gzipped, byte for byte the same for the
-    same lines (no time stamp in the header, so a repack changes nothing git sees)."""
+    """Replace `path` with `lines` atomically and durably (on disk before the name points at it, so
+    that a file removed next is never the only copy); a `.gz` path is gzipped, byte for byte the
+    same for the same lines (no time stamp in the header, so a repack changes nothing git sees).
+    A write that fails (a full disk) leaves `path` as it was and no temporary file behind."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "wb") as raw:
-        if path.suffix == ".gz":
-            with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
-                for line in lines:
-                    f.write(line.encode("utf-8", "surrogateescape"))
-        else:
-            raw.writelines(line.encode("utf-8", "surrogateescape") for line in lines)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "wb") as raw:
+            if path.suffix == ".gz":
+                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
+                    for line in lines:
+                        f.write(line.encode("utf-8", "surrogateescape"))
+            else:
+                raw.writelines(line.encode("utf-8", "surrogateescape") for line in lines)
+            raw.flush()
+            os.fsync(raw.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    folder = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(folder)
+    finally:
+        os.close(folder)
 
 
 def _write_line(fd: int, data: bytes, path: Path) -> None:
@@ -284,8 +316,12 @@ class RunFolder:
         return dropped
 
     def events(self) -> list[dict]:
-        """Every call event of the run, packed ones first."""
-        return [row for path in _event_files(self.path) for _, row in _parsed(_lines_of(path, errors="replace"))]
+        """Every call event of the run, packed ones first (read again if a pack removed the plain
+        file meanwhile: readers take no lock)."""
+        try:
+            return [row for _, row in _parsed(_event_lines(self.path, errors="replace"))]
+        except FileNotFoundError:
+            return [row for _, row in _parsed(_event_lines(self.path, errors="replace"))]
 
     def pack(self) -> tuple[int, int]:
         """Gzip the run's call events into `events.jsonl.gz` (with any packed before), holding the
@@ -294,16 +330,20 @@ class RunFolder:
         Raises:
             RunFolderError: a run writes in the folder now (its process named).
         """
-        files = _event_files(self.path)
-        before = sum(path.stat().st_size for path in files)
-        if files and files[-1].name == EVENTS_FILE:
-            self.lock()
-            try:
-                lines = [line for path in files for line in _lines_of(path) if line.endswith("\n")]
-                _rewrite(self.path / PACKED_EVENTS_FILE, lines)
-                (self.path / EVENTS_FILE).unlink()
-            finally:
-                self.close()
+        if not (self.path / EVENTS_FILE).exists():
+            after = sum(path.stat().st_size for path in _event_files(self.path))
+            return after, after
+        took = self._lock is None
+        self.lock()
+        try:  # the files as they are once no run can write
+            before = sum(path.stat().st_size for path in _event_files(self.path))
+            lines = [line for line in _event_lines(self.path) if line.endswith("\n")]
+            _rewrite(self.path / PACKED_EVENTS_FILE, lines)
+            (self.path / EVENTS_FILE).unlink()
+        finally:
+            if took:
+                os.close(self._lock)
+                self._lock = None
         return before, sum(path.stat().st_size for path in _event_files(self.path))
 
     def close(self) -> None:

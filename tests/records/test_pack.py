@@ -62,6 +62,7 @@ def test_packing_the_same_calls_gives_the_same_bytes(finished, tmp_path):
     RunFolder(out).pack()
     RunFolder(twin).pack()  # no time stamp in the gzip header: a repack is no change for git
     assert (out / "events.jsonl.gz").read_bytes() == (twin / "events.jsonl.gz").read_bytes()
+    assert (out / "events.jsonl.gz").read_bytes()[4:8] == b"\0\0\0\0"  # the header's time stamp
 
 
 def test_a_resume_after_a_pack_appends_plain_events_that_are_read_after_the_packed_ones(finished):
@@ -99,18 +100,29 @@ def test_a_run_writing_in_the_folder_keeps_it_unpacked(finished, capsys):
     try:
         with pytest.raises(RunFolderError, match="in use by process"):
             RunFolder(out).pack()
-        assert main(["pack", str(out)]) == 1
-        assert "skipped: " in capsys.readouterr().err
         assert (out / "events.jsonl").exists() and not (out / "events.jsonl.gz").exists()
+        assert main(["pack", str(out)]) == 1
+        err = capsys.readouterr().err
+        assert "skipped " in err and "in use by process" in err and "--out" not in err
+        writer.pack()  # the writer itself may pack, and keeps its lock
+        assert (out / "events.jsonl.gz").exists()
+        with pytest.raises(RunFolderError, match="in use by process"):
+            RunFolder(out).lock()
     finally:
         writer.close()
 
 
-def test_a_damaged_packed_file_is_named_not_read_as_no_calls(finished):
+@pytest.mark.parametrize("damage", ["cut in half", "a byte flipped"])
+def test_a_damaged_packed_file_is_named_not_read_as_no_calls(finished, damage):
     out, _, _ = finished
     RunFolder(out).pack()
     path = out / "events.jsonl.gz"
-    path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    data = bytearray(path.read_bytes())
+    if damage == "cut in half":
+        del data[len(data) // 2:]
+    else:
+        data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
     with pytest.raises(RunFolderError, match=r"events\.jsonl\.gz cannot be read"):
         RunFolder(out).events()
 
@@ -128,3 +140,19 @@ def test_pack_takes_a_sweep_folder_and_names_a_folder_without_runs(finished, tmp
     empty.mkdir()
     assert main(["pack", str(empty)]) == 2
     assert "holds no run (run.json)" in capsys.readouterr().err
+
+
+def test_a_pack_stopped_before_removing_the_plain_file_counts_no_call_twice(finished):
+    out, config, broken = finished
+    plain = (out / "events.jsonl").read_bytes()
+    events = RunFolder(out).events()
+    RunFolder(out).pack()
+    (out / "events.jsonl").write_bytes(plain)  # as if stopped between writing the packed file and the unlink
+
+    assert RunFolder(out).events() == events
+    broken["on"] = False
+    run(config, out, resume=True, retry_degraded=True, progress=False)  # appends after the stale lines
+    fresh = RunFolder(out).events()[len(events):]
+    assert fresh and {e["item_id"] for e in fresh} == {"q2"}
+    RunFolder(out).pack()
+    assert RunFolder(out).events() == events + fresh
