@@ -12,6 +12,7 @@ BENCHMARKS = {
     "footprint": "import time of debatekit and peak memory of a 100-item scripted run",
     "local_engine": "tokens/s of debatekit on the local model vs the raw xllamacpp engine, prompt-cache reuse",
     "reply_lengths": "completion tokens of the committed free-text replies per answer kind, and the loop rule on them",
+    "slots": "one queue of GSM8K calls on the local model at 4, 8, 16, 32 slots: tokens/s, latency, KV memory",
     "two_models": "two local models in one process (a mixed debate): engines taking turns vs sharing the cores",
     "concurrent_runs": "two local runs at once: aggregate tok/s and each one's share, own engines vs one shared engine",
     "answer_formats": "the answer-format tables (text, json-steps, json-string) from the committed runs",
