@@ -177,24 +177,48 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
         return f"{side} {what}" + ("" if _separates(row) else " by its interval only, not by the exact test")
 
     lines = []
-    for r in against_single.itertuples():
+    for r in _distinct(against_single):
         lines.append(f"- {r.config}: {verdict(r, 'above', 'below', 'not separable from', 'one agent')} ({say(r)}).")
     for r in inner.itertuples():
         if r.baseline == "vote@1":
             v = verdict(r, "adds to", "takes from", "does not separate from", "the round-1 majority vote")
             lines.append(f"- Inside the debate run, {r.config} {v} ({say(r)}).")
-    for r in (against_reference.itertuples() if against_reference is not None else ()):
-        if r.config == "single":
+    for r in _distinct(against_reference if against_reference is not None else pd.DataFrame()):
+        if r.config == "single" or not r.pairs > 0:
             continue
         v = verdict(r, "above", "below", "not separable from", r.baseline)
-        lines.append(f"- At its cost, {r.config} is {v} ({say(r)}); completion tokens per item {r.completion_tokens:,.0f} "
-                     f"against {r.baseline_completion_tokens:,.0f} ({r.completion_tokens / r.baseline_completion_tokens:.0%}"
-                     f" of the vote's budget).")
+        lines.append(f"- Against {r.baseline}{_tokens(r.baseline_completion_tokens, ' per item')}, {r.config}"
+                     f"{_cost_share(r)} is {v} ({say(r)}).")
     lines += _what_nulls_rule_out(against_single, limits)
     if agreement is not None:
         lines.append(f"- The three agents gave the same round-1 answer on {agreement:.0%} of items: there the vote is "
                      f"one agent repeated.")
     return f"On {dataset}:\n" + "\n".join(lines)
+
+
+def _distinct(rows: pd.DataFrame) -> list:
+    """The rows, less a decomposition row (`X debate@t`) that repeats its run's own row `X`: the
+    run's answer is its last round's majority, so its debate@<last round> says the same."""
+    same = ["difference", "low", "high", "pairs", "only_config", "only_baseline", "completion_tokens"]
+    keyed = {r.config: tuple(getattr(r, c, None) for c in same) for r in rows.itertuples()} if len(rows) else {}
+    return [r for r in rows.itertuples()
+            if not (" debate@" in r.config and keyed.get(r.config.split(" debate@")[0]) == keyed[r.config])]
+
+
+def _tokens(value, unit: str = "") -> str:
+    """` (N completion tokens<unit>)`, or nothing where the count is unknown or zero (a provider that reports no usage)."""
+    return f" ({value:,.0f} completion tokens{unit})" if pd.notna(value) and value > 0 else ""
+
+
+def _cost_share(row) -> str:
+    """The configuration's completion tokens per item against the baseline's: equal cost within 10%
+    (the budget the study sets self-consistency to), else the share."""
+    mine, theirs = row.completion_tokens, row.baseline_completion_tokens
+    if not (pd.notna(mine) and pd.notna(theirs) and theirs > 0):
+        return ""
+    share = mine / theirs
+    said = "the same cost within 10%" if abs(share - 1) <= 0.10 else f"{share:.0%} of its cost"
+    return f" ({mine:,.0f}, {said})"
 
 
 def _separates(row) -> bool:
@@ -205,7 +229,7 @@ def _separates(row) -> bool:
 def _what_nulls_rule_out(against_single: pd.DataFrame, limits: pd.DataFrame) -> list[str]:
     """How many comparisons with one agent did not separate, and which true differences the ones whose
     interval holds zero rule out (`limits`: `rules_out` of the same comparisons)."""
-    rows = list(against_single.itertuples())
+    rows = _distinct(against_single)
     nulls = [r.config for r in rows if not _separates(r)]
     if not nulls:
         return []

@@ -72,17 +72,41 @@ def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_
     assert picks["fixed"]["item_id"] == "q3" and picks["broke"] is None
     assert any("wrong to right" in c for c in picks["fixed"]["changes"])
     text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0)
-    assert text.startswith("On items:") and "society_of_mind debate@2" in text and "vote@1" in text
-    assert "At its cost" not in text
-    # at equal cost: the debate (q2, q3 right; 6 calls) against self-consistency (q2, q4; 3 calls)
+    assert text.startswith("On items:") and "- society_of_mind: " in text and "vote@1" in text
+    # 2 rounds: the run's answer is debate@2, said once, and counted once among the comparisons
+    assert "society_of_mind debate@2" not in text and "Inside the debate run, debate@2" in text
+    assert "None of the 3 comparisons with one agent" in text
+    assert "Against self_consistency" not in text
+    # at equal cost: each configuration but one agent against self-consistency, both budgets measured
     against_sc = study.paired(tables, labels, "self_consistency")
     text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0, against_sc)
-    debate = against_sc.set_index("config").loc["society_of_mind"]
-    share = debate.completion_tokens / debate.baseline_completion_tokens
-    assert share == pytest.approx(2.0)
-    assert (f"- At its cost, society_of_mind is not separable from self_consistency (+0.00 [{debate.low:+.2f}, "
-            f"{debate.high:+.2f}], McNemar p = 1, 4 items); completion tokens per item") in text
-    assert "(200% of the vote's budget)" in text and "At its cost, single" not in text
+    rows = against_sc.set_index("config")
+    debate, vote = rows.loc["society_of_mind"], rows.loc["society_of_mind vote@1"]
+    sc_tokens = f"{debate.baseline_completion_tokens:,.0f}"
+    assert debate.completion_tokens == 2 * debate.baseline_completion_tokens  # 6 calls against 3 samples
+    assert vote.completion_tokens == vote.baseline_completion_tokens  # round 1: 3 calls
+    # the debate (q2, q3 right) and the vote (q2, q4): even; the round-1 vote (q2): one item fewer
+    assert (f"- Against self_consistency ({sc_tokens} completion tokens per item), society_of_mind "
+            f"({debate.completion_tokens:,.0f}, 200% of its cost) is not separable from self_consistency "
+            f"(+0.00 [{debate.low:+.2f}, {debate.high:+.2f}], McNemar p = 1, 4 items).") in text
+    assert (f"- Against self_consistency ({sc_tokens} completion tokens per item), society_of_mind vote@1 "
+            f"({vote.completion_tokens:,.0f}, the same cost within 10%) is not separable from self_consistency "
+            f"(-0.25 [{vote.low:+.2f}, {vote.high:+.2f}], McNemar p = 1, 4 items).") in text
+    # debate@2 is the run's own answer (2 rounds): said once; one agent is not an equal-cost rival
+    assert "society_of_mind debate@2 (" not in text.split("Against")[-1] and "Against self_consistency" in text
+    assert sum(line.startswith("- Against") for line in text.splitlines()) == 2
+
+
+def test_the_equal_cost_sentence_survives_missing_token_counts_and_says_a_separation():
+    row = dict(config="mad", baseline="self_consistency", pairs=100, left_out=0, seeds=1, accuracy=0.8,
+               baseline_accuracy=0.6, difference=0.2, low=0.1, high=0.3, only_config=22, only_baseline=2,
+               p_mcnemar=1e-5, completion_tokens=900.0, baseline_completion_tokens=0.0)
+    nothing = pd.DataFrame(columns=["config"])
+    text = study.conclusion(nothing, nothing.assign(baseline=[]), pd.DataFrame(columns=["config", "detectable", "pairs"]),
+                            "x", None, pd.DataFrame([row, {**row, "config": "chateval", "pairs": 0}]))
+    # a provider that reports no usage: no share, no division by zero; no shared item: no sentence
+    assert text.splitlines()[1:] == ["- Against self_consistency, mad is above self_consistency "
+                                     "(+0.20 [+0.10, +0.30], McNemar p = 1e-05, 100 items)."]
 
 
 def test_provenance_names_each_runs_commits_including_its_resumes(sweep_dir):
