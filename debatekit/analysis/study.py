@@ -196,6 +196,14 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
     return f"On {dataset}:\n" + "\n".join(lines)
 
 
+def distinct(rows: pd.DataFrame) -> pd.DataFrame:
+    """`paired` rows less a `X debate@t` row that says the same as its run's own row `X` (its last round)."""
+    if not len(rows):
+        return rows
+    kept = {r.Index for r in _distinct(rows)}
+    return rows[rows.index.isin(kept)]
+
+
 def _distinct(rows: pd.DataFrame) -> list:
     """The rows, less a decomposition row (`X debate@t`) that repeats its run's own row `X`: the
     run's answer is its last round's majority, so its debate@<last round> says the same."""

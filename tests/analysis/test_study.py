@@ -214,3 +214,13 @@ def test_a_stopped_study_says_to_run_its_own_command_again(tmp_path, monkeypatch
     assert cli.main(["study", str(grid), "--quiet"]) == status
     err = capsys.readouterr().err
     assert "study stopped" in err and "the same `debatekit study` command" in err and "--resume" not in err
+
+
+def test_distinct_drops_the_debate_row_that_repeats_its_runs_answer(sweep_dir):
+    tables, labels = study.load(sweep_dir)
+    rows = study.paired(tables, labels, "single")
+    kept = study.distinct(rows)
+    # 2 rounds: society_of_mind's answer is debate@2's, so that row goes; vote@1 says something else
+    assert set(rows["config"]) - set(kept["config"]) == {"society_of_mind debate@2"}
+    assert set(kept["config"]) == {"self_consistency", "society_of_mind", "society_of_mind vote@1"}
+    assert study.distinct(rows.iloc[0:0]).empty
