@@ -177,13 +177,13 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
         return f"{side} {what}" + ("" if _separates(row) else " by its interval only, not by the exact test")
 
     lines = []
-    for r in _distinct(against_single):
+    for r in distinct(against_single).itertuples():
         lines.append(f"- {r.config}: {verdict(r, 'above', 'below', 'not separable from', 'one agent')} ({say(r)}).")
     for r in inner.itertuples():
         if r.baseline == "vote@1":
             v = verdict(r, "adds to", "takes from", "does not separate from", "the round-1 majority vote")
             lines.append(f"- Inside the debate run, {r.config} {v} ({say(r)}).")
-    for r in _distinct(against_reference if against_reference is not None else pd.DataFrame()):
+    for r in distinct(against_reference if against_reference is not None else pd.DataFrame()).itertuples():
         if r.config == "single" or not r.pairs > 0:
             continue
         v = verdict(r, "above", "below", "not separable from", r.baseline)
@@ -197,20 +197,15 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
 
 
 def distinct(rows: pd.DataFrame) -> pd.DataFrame:
-    """`paired` rows less a `X debate@t` row that says the same as its run's own row `X` (its last round)."""
+    """`paired` rows less a `X debate@t` row that repeats its run's own row `X`: the run's answer is
+    its last round's majority, so its debate@<last round> says the same."""
     if not len(rows):
         return rows
-    kept = {r.Index for r in _distinct(rows)}
-    return rows[rows.index.isin(kept)]
-
-
-def _distinct(rows: pd.DataFrame) -> list:
-    """The rows, less a decomposition row (`X debate@t`) that repeats its run's own row `X`: the
-    run's answer is its last round's majority, so its debate@<last round> says the same."""
     same = ["difference", "low", "high", "pairs", "only_config", "only_baseline", "completion_tokens"]
-    keyed = {r.config: tuple(getattr(r, c, None) for c in same) for r in rows.itertuples()} if len(rows) else {}
-    return [r for r in rows.itertuples()
-            if not (" debate@" in r.config and keyed.get(r.config.split(" debate@")[0]) == keyed[r.config])]
+    keyed = {r.config: tuple(getattr(r, c, None) for c in same) for r in rows.itertuples()}
+    repeats = [" debate@" in r.config and keyed.get(r.config.split(" debate@")[0]) == keyed[r.config]
+               for r in rows.itertuples()]
+    return rows[[not repeat for repeat in repeats]]
 
 
 def _tokens(value, unit: str = "") -> str:
@@ -237,7 +232,7 @@ def _separates(row) -> bool:
 def _what_nulls_rule_out(against_single: pd.DataFrame, limits: pd.DataFrame) -> list[str]:
     """How many comparisons with one agent did not separate, and which true differences the ones whose
     interval holds zero rule out (`limits`: `rules_out` of the same comparisons)."""
-    rows = _distinct(against_single)
+    rows = list(distinct(against_single).itertuples())
     nulls = [r.config for r in rows if not _separates(r)]
     if not nulls:
         return []

@@ -342,8 +342,7 @@ class RunFolder:
             (self.path / EVENTS_FILE).unlink()
         finally:
             if took:
-                os.close(self._lock)
-                self._lock = None
+                self._unlock()
         return before, sum(path.stat().st_size for path in _event_files(self.path))
 
     def close(self) -> None:
@@ -351,6 +350,9 @@ class RunFolder:
         for fd in self._fds.values():
             os.close(fd)
         self._fds.clear()
+        self._unlock()
+
+    def _unlock(self) -> None:
         if self._lock is not None:
             os.close(self._lock)  # closing the descriptor releases the flock
             self._lock = None
