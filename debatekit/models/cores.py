@@ -33,12 +33,9 @@ def claim(where: Path) -> int:
     forced = os.environ.get("DEBATEKIT_LOCAL_THREADS")
     if forced:
         return int(forced)
-    import fcntl
-
     total = max(1, os.cpu_count() or 1)
     where.mkdir(parents=True, exist_ok=True)
-    with open(where.parent / "threads.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with _locked(where):
         mine = where / str(os.getpid())
         if _claimed.get(where) is not None and _claimed[where][0] == os.getpid():
             return _claimed[where][1]
@@ -61,6 +58,27 @@ def claim(where: Path) -> int:
 
 
 _claimed: dict[Path, tuple[int, int]] = {}  # claims folder -> (pid, threads) this process holds (a fork re-claims)
+
+
+def release(where: Path) -> None:
+    """Give back this process's claim in `where`, once it holds no engine any more: engines other
+    processes load from then on get its cores again. A claim left by a process that lives on with
+    no engine (a test session that loaded one) would otherwise hold them until that process exits."""
+    if not where.is_dir():
+        return
+    with _locked(where):
+        (where / str(os.getpid())).unlink(missing_ok=True)
+        _claimed.pop(where, None)
+
+
+@contextmanager
+def _locked(where: Path) -> Iterator[None]:
+    """The claims folder `where`, locked against other processes reading or changing it."""
+    import fcntl
+
+    with open(where.parent / "threads.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
 
 
 def _alive(pid: int) -> bool:

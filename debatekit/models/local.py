@@ -324,6 +324,11 @@ def claim_threads() -> int:
     return cores.claim(home() / "engine" / "threads")
 
 
+def release_threads() -> None:
+    """Give this process's thread claim back to the machine-wide budget (`cores.release`)."""
+    cores.release(home() / "engine" / "threads")
+
+
 def ready(name: str) -> None:
     """Assemble a known local model if needed (its messages reach this process), or check its file."""
     path = model_path(name)
@@ -413,6 +418,15 @@ def ctx() -> int:
 def slots() -> int:
     """Parallel sequences of the local engine: $DEBATEKIT_LOCAL_SLOTS, default 4."""
     return int(os.environ.get("DEBATEKIT_LOCAL_SLOTS", "4"))
+
+
+def unload() -> None:
+    """Drop this process's engines and give their threads back, so that an engine loaded later, in
+    this process or in the machine's shared engine, gets the cores again. The engines must be idle
+    (`busy()` false); a caller still holding one keeps its own reference working."""
+    with _lock:
+        _engines.clear()
+        release_threads()
 
 
 def engine(name: str = DEFAULT_LOCAL) -> Engine:

@@ -217,7 +217,10 @@ def test_round_two_reuses_each_agents_own_conversation(tmp_path, monkeypatch, no
     monkeypatch.setattr(local, "_engines", {})
     config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, cache=False, concurrency=2,
                        max_tokens=160, params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
-    result = run(config, tmp_path / "run", progress=False)
+    try:
+        result = run(config, tmp_path / "run", progress=False)
+    finally:  # else this test session would hold the cores' claim, and later shared engines get 1 thread
+        local.unload()
     rounds = {r["round"]: r for r in local_engine.by_round(result.path)}
     assert rounds[2]["calls"] == 4 and rounds[2]["prompt_seconds"] > 0 and rounds[2]["generation_seconds"] > 0
     assert rounds[2]["reuse"] > 0 and rounds[2]["cached_tokens"] > rounds[1]["prompt_tokens"], rounds

@@ -4,6 +4,7 @@ import hashlib
 import io
 import json
 import os
+from pathlib import Path
 import sys
 import threading
 import types
@@ -163,6 +164,27 @@ def test_a_second_engine_of_a_process_gets_the_process_claim_not_a_second_one(tm
     assert first == max(1, os.cpu_count() or 1)
     assert cores.claim(where) == first  # the engines of one process take turns on these threads
     assert (where / str(os.getpid())).read_text() == str(first)
+
+
+def test_a_released_claim_gives_the_process_cores_back_and_is_made_afresh(tmp_path, monkeypatch):
+    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+    where = tmp_path / "threads"
+    total = max(1, os.cpu_count() or 1)
+    assert cores.claim(where) == total
+    cores.release(where)
+    assert not (where / str(os.getpid())).exists()  # the shared engine loading next gets every core
+    (where / str(os.getppid())).write_text(str(total))  # meanwhile a live process took them all
+    assert cores.claim(where) == 1  # claimed again, not the claim given back
+    cores.release(tmp_path / "never made")  # nothing claimed there: nothing to give back
+
+
+def test_unloading_the_process_engines_gives_their_threads_back(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+    monkeypatch.setattr(local, "_engines", {Path("x.gguf"): object()})
+    local.claim_threads()
+    local.unload()
+    assert local._engines == {} and list((tmp_path / "engine" / "threads").iterdir()) == []
 
 
 class BlockingEngines:
