@@ -23,16 +23,14 @@ import pandas as pd
 
 from debatekit import analysis
 from debatekit.analysis import decompose, paired as pairing, power
-from debatekit.records.trace import RunFolder
+from debatekit.records.trace import RunFolder, run_folders
 
 DEBATE = "society_of_mind"
 
 
 def load(sweep_dir: Path | str) -> tuple[analysis.Tables, dict[str, str]]:
     """The runs of a sweep folder (each point's run folder) as tables, with a label per run id."""
-    folders = sorted({p.parent for p in Path(sweep_dir).rglob("run.json")})
-    if not folders:
-        raise ValueError(f"no run folders under {sweep_dir}")
+    folders = run_folders(sweep_dir)
     records = [RunFolder(f).read_run() for f in folders]
     return analysis.load_runs(folders), pairing.run_labels(records)
 

@@ -23,7 +23,7 @@ import pandas as pd
 from debatekit import analysis
 from debatekit._base.extras import need
 from debatekit.analysis import plots
-from debatekit.records import transcript
+from debatekit.records import trace, transcript
 
 widgets = need("ipywidgets", "notebooks", "the explorer (debatekit.analysis.widgets)")
 
@@ -33,16 +33,7 @@ MAX_TEXT = 600
 
 def expand_paths(paths: Iterable[Path | str]) -> list[Path]:
     """Run folders from run folders and sweep folders (a sweep folder gives its points' runs)."""
-    runs = []
-    for path in map(Path, paths):
-        if (path / "sweep.json").exists():
-            meta = json.loads((path / "sweep.json").read_text(encoding="utf-8"))
-            runs += [path / p["id"] for p in meta["points"] if (path / p["id"] / "run.json").exists()]
-        elif (path / "run.json").exists():
-            runs.append(path)
-        else:
-            raise FileNotFoundError(f"{path} is neither a run folder (run.json) nor a sweep folder (sweep.json)")
-    return runs
+    return [run for path in paths for run in trace.run_folders(path)]
 
 
 class Explorer(widgets.VBox):

@@ -12,9 +12,8 @@ writing in a folder keeps it as it is (its lock is checked), so packing is safe 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
-from debatekit.records.trace import RUN_FILE, RunFolder, RunFolderError
+from debatekit.records.trace import RunFolder, RunFolderError, run_folders
 
 
 def add(subparsers) -> dict:
@@ -23,20 +22,8 @@ def add(subparsers) -> dict:
     return {"pack": run}
 
 
-def runs_in(folder: Path) -> list[Path]:
-    """The run folders at `folder`: itself, or the runs one level under a sweep or study folder."""
-    if not folder.is_dir():
-        raise ValueError(f"{folder} is not a folder: name a run folder, or a sweep or study folder")
-    if (folder / RUN_FILE).exists():
-        return [folder]
-    found = sorted(path.parent for path in folder.glob(f"*/{RUN_FILE}"))
-    if not found:
-        raise ValueError(f"{folder} holds no run (run.json), neither itself nor in a folder under it")
-    return found
-
-
 def run(args) -> int:
-    runs = [path for folder in args.folders for path in runs_in(Path(folder))]
+    runs = [path for folder in args.folders for path in run_folders(folder)]
     busy = 0
     for path in runs:
         try:

@@ -57,6 +57,24 @@ def as_write_error(exc: BaseException) -> TraceWriteError | None:
     return None
 
 
+def run_folders(path: Path | str) -> list[Path]:
+    """The run folders at `path`: itself if it is one, else the runs one level under it (a sweep's or
+    a study's points), sorted by name.
+
+    Raises:
+        ValueError: `path` is not a folder, or neither it nor a folder under it holds a run.json.
+    """
+    path = Path(path)
+    if not path.is_dir():
+        raise ValueError(f"{path} is not a folder: name a run folder, or a sweep or study folder")
+    if (path / RUN_FILE).exists():
+        return [path]
+    found = sorted(run.parent for run in path.glob(f"*/{RUN_FILE}"))
+    if not found:
+        raise ValueError(f"{path} holds no run ({RUN_FILE}), neither itself nor in a folder under it")
+    return found
+
+
 def item_folder_name(item_id: str) -> str:
     """The folder of an item under `items/`: the id itself when it is a safe file name, else a safe
     slug plus a short hash of the id, so that two ids never share a folder and none leaves `items/`."""

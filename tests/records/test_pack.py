@@ -14,7 +14,7 @@ from debatekit.analysis.tables import load_runs
 from debatekit.cli.app import main
 from debatekit.models import scripted
 from debatekit.records.schemas import RunConfig
-from debatekit.records.trace import RunFolder, RunFolderError
+from debatekit.records.trace import RunFolder, RunFolderError, run_folders
 from debatekit.runner import run
 from tests.conftest import answer
 
@@ -156,3 +156,14 @@ def test_a_pack_stopped_before_removing_the_plain_file_counts_no_call_twice(fini
     assert fresh and {e["item_id"] for e in fresh} == {"q2"}
     RunFolder(out).pack()
     assert RunFolder(out).events() == events + fresh
+
+
+def test_run_folders_finds_a_run_itself_or_the_runs_one_level_under_a_folder(finished, tmp_path):
+    out, _, _ = finished
+    sweep = tmp_path / "sweep"
+    for name in ("b", "a", "deeper/c"):
+        shutil.copytree(out, sweep / name)
+    assert run_folders(sweep / "a") == [sweep / "a"]
+    assert run_folders(sweep) == [sweep / "a", sweep / "b"]  # by name; a point's own subfolders are not runs
+    with pytest.raises(ValueError, match="is not a folder"):
+        run_folders(sweep / "a" / "run.json")
