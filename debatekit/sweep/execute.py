@@ -120,7 +120,7 @@ def is_complete(out: Path | str, point: Point) -> bool:
 def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
               executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
               cell_timeout: float | None = None,
-              confirm: Callable[[int, int, float], bool] | None = None) -> SweepResult:
+              confirm: Callable[[int, int, float | None], bool] | None = None) -> SweepResult:
     """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
 
     Args:
@@ -132,7 +132,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             for a running scheduler) or any object with `map_unordered(fn, tasks)`.
         kernel_name: Jupyter kernel (default: the notebook's).
         cell_timeout: seconds a cell may run (default: no limit).
-        confirm: called with (points to run, points complete, estimated seconds) once every point
+        confirm: called with (points to run, points complete, estimated seconds or None) once every point
             is checked and before any runs; False ends the sweep with a SweepError, nothing started.
 
     Returns:

@@ -20,7 +20,7 @@ from debatekit.sweep.grid import Point, SweepError
 LARGE = 200
 """Points to run above which `debatekit sweep` asks before starting (at a terminal)."""
 SECONDS_PER_POINT = 4.0
-"""A point's least cost when no finished point tells better: a Jupyter kernel starts, runs, stops."""
+"""What a point costs beside its run: a Jupyter kernel starts, runs the notebook, stops."""
 NOTEBOOK_ALIASES = {"timeout"}
 """Notebook parameters that run_debate.ipynb passes to `run_point` under another name (call_timeout)."""
 
@@ -76,9 +76,10 @@ def _run_keys() -> set[str]:
     return {p.name for p in named if p.kind is not inspect.Parameter.VAR_KEYWORD} | NOTEBOOK_ALIASES
 
 
-def estimate_seconds(out: Path, to_run: int, workers: int) -> float:
+def estimate_seconds(out: Path, to_run: int, workers: int) -> float | None:
     """Rough wall time of `to_run` points: the median run time of points already complete in `out`
-    (from their sidecars), else SECONDS_PER_POINT, over `workers` at once."""
+    (from their sidecars) over `workers` at once; None when none is, since a point's time depends
+    on its model and items (seconds on a scripted model, hours on the local one)."""
     times = []
     for sidecar in out.glob("*.json"):
         try:
@@ -87,17 +88,21 @@ def estimate_seconds(out: Path, to_run: int, workers: int) -> float:
             continue
         if isinstance(wall, (int, float)):
             times.append(wall + SECONDS_PER_POINT)
-    per_point = statistics.median(times) if times else SECONDS_PER_POINT
-    return per_point * to_run / max(1, workers)
+    if not times:
+        return None
+    return statistics.median(times) * to_run / max(1, workers)
 
 
-def announce(to_run: int, skipped: int, seconds: float, *, yes: bool = False,
+def announce(to_run: int, skipped: int, seconds: float | None, *, yes: bool = False,
              ask: Callable[[str], str] | None = None, interactive: bool | None = None) -> bool:
-    """Print the size of the sweep; over LARGE points at a terminal, ask unless `yes`. True: go ahead."""
-    hours = f"{seconds / 3600:.1f} h" if seconds >= 3600 else (
-        f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s")
-    print(f"sweep: {to_run} points to run ({skipped} already complete); roughly {hours}",
-          file=sys.stderr)
+    """Print the size of the sweep (and its time, once a finished point gives one); over LARGE points
+    at a terminal, ask unless `yes`. True: go ahead."""
+    if seconds is None:
+        how_long = "no point has finished here yet to time the rest from"
+    else:
+        how_long = "roughly " + (f"{seconds / 3600:.1f} h" if seconds >= 3600 else (
+            f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"))
+    print(f"sweep: {to_run} points to run ({skipped} already complete); {how_long}", file=sys.stderr)
     interactive = sys.stdin.isatty() if interactive is None else interactive
     if to_run <= LARGE or yes or not interactive:
         return True

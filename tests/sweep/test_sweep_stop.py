@@ -119,10 +119,12 @@ def test_announce_asks_only_over_the_threshold_at_a_terminal_without_yes(capfd):
     assert guard.announce(guard.LARGE, 0, 10.0, ask=never, interactive=True)
     assert guard.announce(guard.LARGE + 1, 3, 4000.0, ask=lambda p: "y", interactive=True)
     assert "1.1 h" in capfd.readouterr().err
+    assert guard.announce(3, 0, None)
+    assert "3 points to run (0 already complete); no point has finished here yet" in capfd.readouterr().err
 
 
 def test_the_estimate_uses_points_already_complete(tmp_path):
-    assert guard.estimate_seconds(tmp_path, 100, 2) == 100 * guard.SECONDS_PER_POINT / 2
+    assert guard.estimate_seconds(tmp_path, 100, 2) is None  # nothing timed: no guess (4 s or 4 h)
     for i, wall in enumerate((6.0, 8.0, 10.0)):
         (tmp_path / f"p{i}.json").write_text(json.dumps({"status": "complete", "summary": {"wall_s": wall}}))
     assert guard.estimate_seconds(tmp_path, 10, 1) == 10 * (8.0 + guard.SECONDS_PER_POINT)
