@@ -11,7 +11,9 @@ the same calls (Choi et al. 2025, "Debate or Vote"):
 `decompose(tables)` gives per item and configuration whether it was right and what it cost
 (completion tokens of the calls up to that point), and `decomposition(tables)` the paired
 differences vote@1 - single and debate@t - vote@1 (and debate@t - single) with the bootstrap
-interval and exact McNemar test of `paired.compare`. A debate that stopped early (stop on
+interval and exact McNemar test of `paired.compare`. `across_runs(tables, labels, baseline)` pairs
+two or more such runs stage by stage (each run's vote@1 against the baseline run's vote@1, and so
+on): a change of the agents (another model for one of them, say) read at every stage. A debate that stopped early (stop on
 agreement) keeps its last majority for the later rounds, as a reader of its final answer would.
 An unreadable answer counts as wrong; a debate whose calls failed is left out of every pair.
 """
@@ -86,6 +88,30 @@ def decomposition(tables: Any, n_boot: int = 2000, seed: int = 0) -> pd.DataFram
         parts.append(compare(frame[frame["config"].isin(["single", *debates])], baseline="single", by="config",
                              n_boot=n_boot, seed=seed))
     return pd.concat(parts, ignore_index=True)
+
+
+def across_runs(tables: Any, labels: dict[str, str], baseline: str, n_boot: int = 2000, seed: int = 0
+                ) -> pd.DataFrame:
+    """Each society_of_mind run's stages (single, vote@1, debate@t) against the same stage of the
+    `baseline` run, paired on the items both answered (rows of `paired.compare`, labelled
+    "<run label> <stage>"). Empty unless the baseline and another run are society_of_mind runs.
+
+    Args:
+        tables: `analysis.load_runs` of the runs.
+        labels: a label per run id (`paired.run_labels`).
+        baseline: the label of the run to compare against.
+    """
+    frame = decompose(tables)
+    frame = frame.assign(run=frame["run_id"].map(labels))
+    if baseline not in set(frame["run"]) or frame["run"].nunique() < 2:
+        return pd.DataFrame()
+    parts = []
+    for stage in dict.fromkeys(frame["config"]):
+        part = frame[frame["config"] == stage]
+        if baseline in set(part["run"]) and part["run"].nunique() > 1:
+            parts.append(compare(part.assign(config=part["run"] + " " + stage), baseline=f"{baseline} {stage}",
+                                 by="config", n_boot=n_boot, seed=seed))
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
 def _answers_by_round(rounds: pd.DataFrame | None, debate_id: str) -> dict[int, dict[str, Any]]:

@@ -15,7 +15,8 @@ def add(subparsers) -> dict:
 def run(args) -> int:
     from debatekit._base.terminal import visible
     from debatekit.analysis import load_runs
-    from debatekit.analysis.paired import compare_runs, format_comparison
+    from debatekit.analysis.decompose import across_runs
+    from debatekit.analysis.paired import compare_runs, format_comparison, run_labels
     from debatekit.records.trace import RunFolder
 
     if len(args.runs) < 2:
@@ -28,8 +29,15 @@ def run(args) -> int:
     if len(datasets) > 1:
         raise ValueError("the runs used different datasets (" + ", ".join(
             sorted({f"{r.dataset.name}" for r in records})) + "): nothing to pair")
-    table = compare_runs(load_runs(args.runs), records, baseline=args.baseline)
+    tables = load_runs(args.runs)
+    table = compare_runs(tables, records, baseline=args.baseline)
     if table["pairs"].sum() == 0:
         raise ValueError("the runs share no item that both answered: nothing to pair")
     print(visible(format_comparison(table)))
+    baseline = table["baseline"].iloc[0]
+    stages = across_runs(tables, run_labels(records), baseline)
+    if not stages.empty:
+        print(f"\nsociety_of_mind runs stage by stage against the same stage of {baseline} (single: the first "
+              f"agent's round-1 answer; vote@1: the round-1 majority; debate@t: the majority after round t)")
+        print(visible(format_comparison(stages)))
     return 0

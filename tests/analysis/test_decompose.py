@@ -5,7 +5,7 @@ import math
 import pytest
 
 from debatekit.analysis import load_runs
-from debatekit.analysis.decompose import decompose, decomposition
+from debatekit.analysis.decompose import across_runs, decompose, decomposition
 from debatekit.analysis.paired import mcnemar_exact
 from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power
 from debatekit.records.schemas import RunConfig
@@ -51,6 +51,40 @@ def test_paired_differences_of_the_decomposition(tables):
     assert debate["difference"] == pytest.approx(1 / 3) and (debate["only_config"], debate["only_baseline"]) == (1, 0)
     assert debate["p_mcnemar"] == 1.0 and debate["pairs"] == 3
     assert rows.loc[("debate@2", "single")]["difference"] == pytest.approx(1 / 3)
+
+
+# the same items with the third agent replaced: it holds the right answer on q1 and never finds q3's
+OTHER = {**TABLE, ("q1", 1): [10, 11, 10], ("q1", 2): [10, 11, 10], ("q1", 3): [10, 10, 10],
+         ("q3", 1): [31, 32, 33], ("q3", 2): [31, 32, 33], ("q3", 3): [31, 31, 33]}
+
+
+def test_two_runs_are_paired_stage_by_stage_and_compare_prints_it(tmp_path, arithmetic_file, model_from, capsys):
+    from debatekit.cli.app import main
+
+    folders = []
+    for name, table in (("base", TABLE), ("other", OTHER)):
+        run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model_from(script(table)),
+                      params={"agents": 3, "rounds": 3, "stop_on_agreement": False}), tmp_path / name, progress=False)
+        folders.append(tmp_path / name)
+    tables = load_runs(folders)
+    labels = {r: f"run {i}" for i, r in enumerate(tables.runs["run_id"])}
+    rows = across_runs(tables, labels, "run 0", n_boot=200).set_index("config")
+    assert list(rows.index) == ["run 1 single", "run 1 vote@1", "run 1 debate@2", "run 1 debate@3"]
+    assert list(rows["baseline"]) == ["run 0 single", "run 0 vote@1", "run 0 debate@2", "run 0 debate@3"]
+    # hand counts: single is agent 1 in round 1, the same answers in both runs
+    assert (rows.loc["run 1 single", "only_config"], rows.loc["run 1 single", "only_baseline"]) == (0, 0)
+    # vote@1: the other run gets q1 (10, 11, 10), the base run does not; q3 is wrong in both
+    assert (rows.loc["run 1 vote@1", "only_config"], rows.loc["run 1 vote@1", "only_baseline"]) == (1, 0)
+    # debate@3: the other run keeps q1 and loses q3, which the base run's debate fixed
+    assert (rows.loc["run 1 debate@3", "only_config"], rows.loc["run 1 debate@3", "only_baseline"]) == (1, 1)
+    assert rows.loc["run 1 debate@3", "difference"] == pytest.approx(0.0) and (rows["pairs"] == 3).all()
+    assert across_runs(load_runs(folders[:1]), labels, "run 0").empty  # one run: nothing to pair
+
+    assert main(["compare", str(folders[0]), str(folders[1])]) == 0
+    out = capsys.readouterr().out
+    block = out[out.index("stage by stage"):]
+    assert "each row against its baseline" in block and " vote@1 " in block and " debate@3 " in block
+    assert sum(" +0.33 [" in line and "vote@1" in line for line in block.splitlines()) == 1
 
 
 def test_mcnemar_exact_on_a_hand_counted_table():
