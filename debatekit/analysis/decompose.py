@@ -13,8 +13,9 @@ the same calls (Choi et al. 2025, "Debate or Vote"):
 differences vote@1 - single and debate@t - vote@1 (and debate@t - single) with the bootstrap
 interval and exact McNemar test of `paired.compare`. `across_runs(tables, labels, baseline)` pairs
 two or more such runs stage by stage (each run's vote@1 against the baseline run's vote@1, and so
-on): a change of the agents (another model for one of them, say) read at every stage. A debate that stopped early (stop on
-agreement) keeps its last majority for the later rounds, as a reader of its final answer would.
+on): a change of the agents (another model for one of them, say) read at every stage. A debate
+that stopped early (stop on agreement) keeps its last majority for the later rounds, as a reader
+of its final answer would.
 An unreadable answer counts as wrong; a debate whose calls failed is left out of every pair.
 """
 
@@ -24,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from debatekit.analysis.paired import compare
+from debatekit.analysis.paired import compare, format_comparison
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 
 COLUMNS = ["run_id", "item_id", "seed", "config", "round", "correct", "status", "completion_tokens", "agreement"]
@@ -90,28 +91,44 @@ def decomposition(tables: Any, n_boot: int = 2000, seed: int = 0) -> pd.DataFram
     return pd.concat(parts, ignore_index=True)
 
 
-def across_runs(tables: Any, labels: dict[str, str], baseline: str, n_boot: int = 2000, seed: int = 0
-                ) -> pd.DataFrame:
+def across_runs(tables: Any, labels: dict[str, str], baseline: str | None = None, n_boot: int = 2000,
+                seed: int = 0) -> pd.DataFrame:
     """Each society_of_mind run's stages (single, vote@1, debate@t) against the same stage of the
-    `baseline` run, paired on the items both answered (rows of `paired.compare`, labelled
-    "<run label> <stage>"). Empty unless the baseline and another run are society_of_mind runs.
+    baseline run, paired on the items both answered: rows of `paired.compare` (config "<run> <stage>",
+    baseline "<baseline run> <stage>") with the `run` and `stage` apart. Empty with fewer than two
+    society_of_mind runs.
 
     Args:
         tables: `analysis.load_runs` of the runs.
         labels: a label per run id (`paired.run_labels`).
-        baseline: the label of the run to compare against.
+        baseline: the label of the run to compare against; default (or when it is not a
+            society_of_mind run) the first society_of_mind run in `labels`.
     """
     frame = decompose(tables)
     frame = frame.assign(run=frame["run_id"].map(labels))
-    if baseline not in set(frame["run"]) or frame["run"].nunique() < 2:
+    runs = [label for label in dict.fromkeys(labels.values()) if label in set(frame["run"])]
+    if len(runs) < 2:
         return pd.DataFrame()
+    baseline = baseline if baseline in runs else runs[0]
     parts = []
     for stage in dict.fromkeys(frame["config"]):
         part = frame[frame["config"] == stage]
         if baseline in set(part["run"]) and part["run"].nunique() > 1:
-            parts.append(compare(part.assign(config=part["run"] + " " + stage), baseline=f"{baseline} {stage}",
-                                 by="config", n_boot=n_boot, seed=seed))
+            rows = compare(part.assign(config=part["run"] + " " + stage), baseline=f"{baseline} {stage}",
+                           by="config", n_boot=n_boot, seed=seed)
+            parts.append(rows.assign(stage=stage, run=rows["config"].str[:-len(stage) - 1]))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+
+
+def format_across(table: pd.DataFrame) -> str:
+    """`across_runs` as printed by `debatekit compare` ('' when empty): a row per run and stage."""
+    if table.empty:
+        return ""
+    baseline = table["baseline"].iloc[0][:-len(table["stage"].iloc[0]) - 1]
+    shown = table.assign(config=table["stage"] + ": " + table["run"], baseline=baseline)
+    return ("society_of_mind runs stage by stage (single: the first agent's round-1 answer; vote@1: the round-1 "
+            "majority; debate@t: the majority after round t), each against the same stage of the baseline:\n"
+            + format_comparison(shown))
 
 
 def _answers_by_round(rounds: pd.DataFrame | None, debate_id: str) -> dict[int, dict[str, Any]]:

@@ -139,24 +139,20 @@ def _mean(series: pd.Series) -> float:
 
 
 def format_comparison(table: pd.DataFrame) -> str:
-    """The paired comparison block printed under a run's table (empty for an empty table); a table
-    whose rows have different baselines (`decompose.across_runs`) names each row's."""
+    """The paired comparison block printed under a run's table (empty for an empty table)."""
     if table.empty:
         return ""
-    several = table["baseline"].nunique() > 1
-    head = ("protocol", *(("against",) if several else ()), "pairs", "difference [95% CI]", "only this right",
-            "only baseline right", "McNemar p", "completion tok/item", "left out")
+    head = ("protocol", "pairs", "difference [95% CI]", "only this right", "only baseline right",
+            "McNemar p", "completion tok/item", "left out")
     rows = [head]
     for r in table.itertuples():
-        rows.append((r.config, *((r.baseline,) if several else ()), str(r.pairs),
-                     f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]",
+        rows.append((r.config, str(r.pairs), f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]",
                      str(r.only_config), str(r.only_baseline), f"{r.p_mcnemar:.3g}",
                      f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}", str(r.left_out)))
     lines = aligned(rows)
     seeds = int(table["seeds"].max())
     over = "items" if seeds <= 1 else f"items, then {seeds} seeds within each item"
-    against = "each row against its baseline" if several else f"paired against {table['baseline'].iloc[0]}"
-    title = (f"{against} (accuracy difference on the items both answered; "
+    title = (f"paired against {table['baseline'].iloc[0]} (accuracy difference on the items both answered; "
              f"95% bootstrap interval over {over}; exact McNemar test):")
     return "\n".join([title, *lines])
 

@@ -32,7 +32,8 @@ MAX_TEXT = 600
 
 
 def expand_paths(paths: Iterable[Path | str]) -> list[Path]:
-    """Run folders from run folders and sweep folders (a sweep folder gives its points' runs)."""
+    """Run folders from run folders and sweep folders (a sweep folder gives the runs one level under
+    it, its grid's points first in the grid's order: `trace.run_folders`)."""
     return [run for path in paths for run in trace.run_folders(path)]
 
 

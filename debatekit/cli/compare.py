@@ -15,7 +15,7 @@ def add(subparsers) -> dict:
 def run(args) -> int:
     from debatekit._base.terminal import visible
     from debatekit.analysis import load_runs
-    from debatekit.analysis.decompose import across_runs
+    from debatekit.analysis.decompose import across_runs, format_across
     from debatekit.analysis.paired import compare_runs, format_comparison, run_labels
     from debatekit.records.trace import RunFolder
 
@@ -30,14 +30,14 @@ def run(args) -> int:
         raise ValueError("the runs used different datasets (" + ", ".join(
             sorted({f"{r.dataset.name}" for r in records})) + "): nothing to pair")
     tables = load_runs(args.runs)
+    unfinished = [path for path, r in zip(args.runs, records) if r.run_id not in set(tables.debates.get("run_id", []))]
+    if unfinished:
+        raise ValueError(f"{', '.join(map(str, unfinished))}: no finished debate yet, nothing to compare")
     table = compare_runs(tables, records, baseline=args.baseline)
     if table["pairs"].sum() == 0:
         raise ValueError("the runs share no item that both answered: nothing to pair")
     print(visible(format_comparison(table)))
-    baseline = table["baseline"].iloc[0]
-    stages = across_runs(tables, run_labels(records), baseline)
-    if not stages.empty:
-        print(f"\nsociety_of_mind runs stage by stage against the same stage of {baseline} (single: the first "
-              f"agent's round-1 answer; vote@1: the round-1 majority; debate@t: the majority after round t)")
-        print(visible(format_comparison(stages)))
+    stages = format_across(across_runs(tables, run_labels(records), table["baseline"].iloc[0]))
+    if stages:
+        print("\n" + visible(stages))
     return 0

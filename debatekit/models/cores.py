@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Hashable, Iterator
 
+from debatekit._base.locking import exclusive
+
 
 def claim(where: Path) -> int:
     """Threads for an engine loaded in this process: $DEBATEKIT_LOCAL_THREADS, else the cores that
@@ -35,7 +37,7 @@ def claim(where: Path) -> int:
         return int(forced)
     total = max(1, os.cpu_count() or 1)
     where.mkdir(parents=True, exist_ok=True)
-    with _locked(where):
+    with exclusive(where.parent / "threads.lock"):
         mine = where / str(os.getpid())
         if _claimed.get(where) is not None and _claimed[where][0] == os.getpid():
             return _claimed[where][1]
@@ -66,19 +68,16 @@ def release(where: Path) -> None:
     no engine (a test session that loaded one) would otherwise hold them until that process exits."""
     if not where.is_dir():
         return
-    with _locked(where):
+    with exclusive(where.parent / "threads.lock"):
         (where / str(os.getpid())).unlink(missing_ok=True)
         _claimed.pop(where, None)
 
 
-@contextmanager
-def _locked(where: Path) -> Iterator[None]:
-    """The claims folder `where`, locked against other processes reading or changing it."""
-    import fcntl
-
-    with open(where.parent / "threads.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
+def release_all() -> None:
+    """Give back every claim this process made, wherever it made it (`release`)."""
+    for where, (pid, _) in list(_claimed.items()):
+        if pid == os.getpid():
+            release(where)
 
 
 def _alive(pid: int) -> bool:

@@ -324,11 +324,6 @@ def claim_threads() -> int:
     return cores.claim(home() / "engine" / "threads")
 
 
-def release_threads() -> None:
-    """Give this process's thread claim back to the machine-wide budget (`cores.release`)."""
-    cores.release(home() / "engine" / "threads")
-
-
 def ready(name: str) -> None:
     """Assemble a known local model if needed (its messages reach this process), or check its file."""
     path = model_path(name)
@@ -420,13 +415,17 @@ def slots() -> int:
     return int(os.environ.get("DEBATEKIT_LOCAL_SLOTS", "4"))
 
 
-def unload() -> None:
-    """Drop this process's engines and give their threads back, so that an engine loaded later, in
-    this process or in the machine's shared engine, gets the cores again. The engines must be idle
-    (`busy()` false); a caller still holding one keeps its own reference working."""
+def unload() -> bool:
+    """Drop this process's engines and give their threads back (`cores.release_all`), so that an
+    engine loaded later, in this process or in the machine's shared engine, gets the cores again.
+    Does nothing while one of them is still generating (`busy()`): its threads are in use. True
+    when unloaded."""
     with _lock:
+        if busy():
+            return False
         _engines.clear()
-        release_threads()
+        cores.release_all()
+    return True
 
 
 def engine(name: str = DEFAULT_LOCAL) -> Engine:

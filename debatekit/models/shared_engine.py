@@ -38,10 +38,10 @@ import sys
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable
 
+from debatekit._base.locking import exclusive
 from debatekit.models import local
 from debatekit.models.errors import LocalModelError
 
@@ -146,7 +146,7 @@ def ensure_running(timeout: float = START_TIMEOUT_S) -> None:
     """Start the machine's engine unless one is answering; safe when many processes call it at once."""
     where = folder()
     where.mkdir(parents=True, exist_ok=True)
-    with _locked(where / "start.lock"):
+    with exclusive(where / "start.lock"):
         if _answers(where / "engine.sock"):
             return
         _children[:] = [c for c in _children if c.poll() is None]  # reap engines this process started earlier
@@ -189,16 +189,6 @@ def _held(path: Path) -> bool:
         return True
     except OSError:
         return False
-
-
-@contextmanager
-def _locked(path: Path):
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 # --- daemon ---------------------------------------------------------------------------------

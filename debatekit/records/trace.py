@@ -59,10 +59,11 @@ def as_write_error(exc: BaseException) -> TraceWriteError | None:
 
 def run_folders(path: Path | str) -> list[Path]:
     """The run folders at `path`: itself if it is one, else the runs one level under it (a sweep's or
-    a study's points), sorted by name.
+    a study's points; runs deeper down are not looked for), a sweep's in the order of its grid
+    (`sweep.json`), any other by name after them.
 
     Raises:
-        ValueError: `path` is not a folder, or neither it nor a folder under it holds a run.json.
+        ValueError: `path` is not a folder, or neither it nor a folder one level under it holds a run.json.
     """
     path = Path(path)
     if not path.is_dir():
@@ -72,7 +73,12 @@ def run_folders(path: Path | str) -> list[Path]:
     found = sorted(run.parent for run in path.glob(f"*/{RUN_FILE}"))
     if not found:
         raise ValueError(f"{path} holds no run ({RUN_FILE}), neither itself nor in a folder under it")
-    return found
+    try:
+        points = [p["id"] for p in json.loads((path / "sweep.json").read_text(encoding="utf-8"))["points"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        points = []
+    order = {point: i for i, point in enumerate(points)}
+    return sorted(found, key=lambda run: (order.get(run.name, len(order)), run.name))
 
 
 def item_folder_name(item_id: str) -> str:

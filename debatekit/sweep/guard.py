@@ -77,9 +77,9 @@ def _run_keys() -> set[str]:
 
 
 def estimate_seconds(out: Path, to_run: int, workers: int) -> float | None:
-    """Rough wall time of `to_run` points: the median run time of points already complete in `out`
-    (from their sidecars) over `workers` at once; None when none is, since a point's time depends
-    on its model and items (seconds on a scripted model, hours on the local one)."""
+    """Rough wall time of `to_run` points: the median run time recorded in the points' sidecars in
+    `out` (each point's latest session) over `workers` at once; None when none has one, since a
+    point's time depends on its model and items (seconds on a scripted model, hours on the local one)."""
     times = []
     for sidecar in out.glob("*.json"):
         try:
@@ -97,12 +97,14 @@ def announce(to_run: int, skipped: int, seconds: float | None, *, yes: bool = Fa
              ask: Callable[[str], str] | None = None, interactive: bool | None = None) -> bool:
     """Print the size of the sweep (and its time, once a finished point gives one); over LARGE points
     at a terminal, ask unless `yes`. True: go ahead."""
-    if seconds is None:
-        how_long = "no point has finished here yet to time the rest from"
+    if not to_run:
+        how_long = ""
+    elif seconds is None:
+        how_long = "; time unknown: no finished point here to time them from"
     else:
-        how_long = "roughly " + (f"{seconds / 3600:.1f} h" if seconds >= 3600 else (
+        how_long = "; roughly " + (f"{seconds / 3600:.1f} h" if seconds >= 3600 else (
             f"{seconds / 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s"))
-    print(f"sweep: {to_run} points to run ({skipped} already complete); {how_long}", file=sys.stderr)
+    print(f"sweep: {to_run} points to run ({skipped} already complete){how_long}", file=sys.stderr)
     interactive = sys.stdin.isatty() if interactive is None else interactive
     if to_run <= LARGE or yes or not interactive:
         return True

@@ -78,13 +78,16 @@ def test_two_runs_are_paired_stage_by_stage_and_compare_prints_it(tmp_path, arit
     # debate@3: the other run keeps q1 and loses q3, which the base run's debate fixed
     assert (rows.loc["run 1 debate@3", "only_config"], rows.loc["run 1 debate@3", "only_baseline"]) == (1, 1)
     assert rows.loc["run 1 debate@3", "difference"] == pytest.approx(0.0) and (rows["pairs"] == 3).all()
+    assert list(rows["stage"]) == ["single", "vote@1", "debate@2", "debate@3"] and set(rows["run"]) == {"run 1"}
+    assert across_runs(tables, labels, "not a debate run", n_boot=200)["baseline"].iloc[0] == "run 0 single"
     assert across_runs(load_runs(folders[:1]), labels, "run 0").empty  # one run: nothing to pair
 
     assert main(["compare", str(folders[0]), str(folders[1])]) == 0
     out = capsys.readouterr().out
-    block = out[out.index("stage by stage"):]
-    assert "each row against its baseline" in block and " vote@1 " in block and " debate@3 " in block
-    assert sum(" +0.33 [" in line and "vote@1" in line for line in block.splitlines()) == 1
+    block = out[out.index("stage by stage"):].splitlines()
+    rows = {line.split(":")[0]: line for line in block[4:]}
+    assert list(rows) == ["single", "vote@1", "debate@2", "debate@3"]
+    assert " +0.33 [" in rows["vote@1"] and " +0.00 [" in rows["debate@3"] and " 1 " in rows["debate@3"]
 
 
 def test_mcnemar_exact_on_a_hand_counted_table():

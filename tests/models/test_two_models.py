@@ -4,10 +4,11 @@ import hashlib
 import io
 import json
 import os
-from pathlib import Path
+import subprocess
 import sys
 import threading
 import types
+from pathlib import Path
 
 import pytest
 
@@ -173,18 +174,28 @@ def test_a_released_claim_gives_the_process_cores_back_and_is_made_afresh(tmp_pa
     assert cores.claim(where) == total
     cores.release(where)
     assert not (where / str(os.getpid())).exists()  # the shared engine loading next gets every core
-    (where / str(os.getppid())).write_text(str(total))  # meanwhile a live process took them all
-    assert cores.claim(where) == 1  # claimed again, not the claim given back
+    other = subprocess.Popen(["sleep", "60"])
+    try:
+        (where / str(other.pid)).write_text(str(total))  # meanwhile a live process took them all
+        assert cores.claim(where) == 1  # claimed again, not the claim given back
+    finally:
+        other.kill()
+        other.wait()
     cores.release(tmp_path / "never made")  # nothing claimed there: nothing to give back
 
 
-def test_unloading_the_process_engines_gives_their_threads_back(tmp_path, monkeypatch):
-    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
+def test_unloading_the_process_engines_gives_their_threads_back_once_idle(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "claimed here"))
     monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
-    monkeypatch.setattr(local, "_engines", {Path("x.gguf"): object()})
+    engine = types.SimpleNamespace(in_flight=1)
+    monkeypatch.setattr(local, "_engines", {Path("x.gguf"): engine})
     local.claim_threads()
-    local.unload()
-    assert local._engines == {} and list((tmp_path / "engine" / "threads").iterdir()) == []
+    claims = tmp_path / "claimed here" / "engine" / "threads"
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "elsewhere"))  # the claim is found where it was made
+    assert local.unload() is False and list(claims.iterdir())  # still generating: its threads stay claimed
+    engine.in_flight = 0
+    assert local.unload() is True
+    assert local._engines == {} and list(claims.iterdir()) == [] and claims not in cores._claimed
 
 
 class BlockingEngines:

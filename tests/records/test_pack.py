@@ -164,6 +164,11 @@ def test_run_folders_finds_a_run_itself_or_the_runs_one_level_under_a_folder(fin
     for name in ("b", "a", "deeper/c"):
         shutil.copytree(out, sweep / name)
     assert run_folders(sweep / "a") == [sweep / "a"]
-    assert run_folders(sweep) == [sweep / "a", sweep / "b"]  # by name; a point's own subfolders are not runs
+    assert run_folders(sweep) == [sweep / "a", sweep / "b"]  # by name; a run two levels down is not looked for
+    (sweep / "sweep.json").write_text(json.dumps({"points": [{"id": "b"}, {"id": "gone"}]}))
+    assert run_folders(sweep) == [sweep / "b", sweep / "a"]  # the grid's points first, in its order
     with pytest.raises(ValueError, match="is not a folder"):
         run_folders(sweep / "a" / "run.json")
+    (sweep / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no run"):
+        run_folders(sweep / "empty")

@@ -120,7 +120,9 @@ def test_announce_asks_only_over_the_threshold_at_a_terminal_without_yes(capfd):
     assert guard.announce(guard.LARGE + 1, 3, 4000.0, ask=lambda p: "y", interactive=True)
     assert "1.1 h" in capfd.readouterr().err
     assert guard.announce(3, 0, None)
-    assert "3 points to run (0 already complete); no point has finished here yet" in capfd.readouterr().err
+    assert "3 points to run (0 already complete); time unknown: no finished point" in capfd.readouterr().err
+    assert guard.announce(0, 4, None)
+    assert capfd.readouterr().err == "sweep: 0 points to run (4 already complete)\n"
 
 
 def test_the_estimate_uses_points_already_complete(tmp_path):
