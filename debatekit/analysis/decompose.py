@@ -25,7 +25,7 @@ from typing import Any
 
 import pandas as pd
 
-from debatekit.analysis.paired import compare, format_comparison
+from debatekit.analysis.paired import compare, paired_lines
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 
 COLUMNS = ["run_id", "item_id", "seed", "config", "round", "correct", "status", "completion_tokens", "agreement"]
@@ -121,14 +121,13 @@ def across_runs(tables: Any, labels: dict[str, str], baseline: str | None = None
 
 
 def format_across(table: pd.DataFrame) -> str:
-    """`across_runs` as printed by `debatekit compare` ('' when empty): a row per run and stage."""
+    """`across_runs` as printed by `debatekit compare` ('' when empty): a row per stage and run."""
     if table.empty:
         return ""
     baseline = table["baseline"].iloc[0][:-len(table["stage"].iloc[0]) - 1]
-    shown = table.assign(config=table["stage"] + ": " + table["run"], baseline=baseline)
-    return ("society_of_mind runs stage by stage (single: the first agent's round-1 answer; vote@1: the round-1 "
-            "majority; debate@t: the majority after round t), each against the same stage of the baseline:\n"
-            + format_comparison(shown))
+    lines = paired_lines(table, {"stage": "stage", "run": "run"})
+    return (f"stage by stage, each against the same stage of {baseline} (single: the first agent's round-1 "
+            f"answer; vote@1: the round-1 majority; debate@t: the majority after round t):\n" + "\n".join(lines))
 
 
 def _answers_by_round(rounds: pd.DataFrame | None, debate_id: str) -> dict[int, dict[str, Any]]:

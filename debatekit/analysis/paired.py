@@ -157,6 +157,20 @@ def format_comparison(table: pd.DataFrame) -> str:
     return "\n".join([title, *lines])
 
 
+def paired_lines(table: pd.DataFrame, lead: dict[str, str]) -> list[str]:
+    """Aligned lines of a `compare` table: the `lead` columns (heading -> column) first, then the
+    pairs, both accuracies, the difference with its interval, the discordant counts, McNemar's p
+    and both sides' completion tokens per item."""
+    head = (*lead, "pairs", "accuracy", "difference [95% CI]", "only this right", "only other right", "McNemar p",
+            "completion tok/item")
+    rows = [head] + [(*(str(getattr(r, column)) for column in lead.values()), str(r.pairs),
+                      f"{r.accuracy:.2f} vs {r.baseline_accuracy:.2f}",
+                      f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]", str(r.only_config), str(r.only_baseline),
+                      f"{r.p_mcnemar:.3g}", f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}")
+                     for r in table.itertuples()]
+    return aligned(rows)
+
+
 def aligned(rows: list[tuple[str, ...]]) -> list[str]:
     """Text rows as left-aligned columns, the first row a header underlined with dashes."""
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]

@@ -246,18 +246,12 @@ def round_table(result) -> str:
 def decomposition_table(tables) -> str:
     """A society_of_mind run read as one agent, round-1 vote and debate, paired (empty for other runs)."""
     from debatekit.analysis.decompose import decomposition
-    from debatekit.analysis.paired import aligned
+    from debatekit.analysis.paired import paired_lines
 
     table = decomposition(tables) if (tables.debates["protocol"] == "society_of_mind").any() else None
     if table is None or table.empty:
         return ""
-    head = ("configuration", "against", "pairs", "accuracy", "difference [95% CI]", "only this right",
-            "only other right", "McNemar p", "completion tok/item")
-    rows = [head] + [(r.config, r.baseline, str(r.pairs), f"{r.accuracy:.2f} vs {r.baseline_accuracy:.2f}",
-                      f"{r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}]", str(r.only_config), str(r.only_baseline),
-                      f"{r.p_mcnemar:.3g}", f"{r.completion_tokens:.0f} vs {r.baseline_completion_tokens:.0f}")
-                     for r in table.itertuples()]
-    lines = aligned(rows)
+    lines = paired_lines(table, {"configuration": "config", "against": "baseline"})
     return ("debate or vote, inside this run (single: agent 1's round-1 answer; vote@1: the round-1 majority; "
             "debate@t: the majority after round t):\n" + "\n".join(lines) + "\n\n")
 

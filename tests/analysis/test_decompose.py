@@ -85,9 +85,9 @@ def test_two_runs_are_paired_stage_by_stage_and_compare_prints_it(tmp_path, arit
     assert main(["compare", str(folders[0]), str(folders[1])]) == 0
     out = capsys.readouterr().out
     block = out[out.index("stage by stage"):].splitlines()
-    rows = {line.split(":")[0]: line for line in block[4:]}
+    rows = {line.split()[0]: line for line in block[3:]}
     assert list(rows) == ["single", "vote@1", "debate@2", "debate@3"]
-    assert " +0.33 [" in rows["vote@1"] and " +0.00 [" in rows["debate@3"] and " 1 " in rows["debate@3"]
+    assert " +0.33 [" in rows["vote@1"] and " 0.67 vs 0.33 " in rows["vote@1"] and " +0.00 [" in rows["debate@3"]
 
 
 def test_mcnemar_exact_on_a_hand_counted_table():
