@@ -40,7 +40,7 @@ def run_labels(records) -> dict[str, str]:
             differ = [k for k in dict.fromkeys(k for d in settings for k in d)
                       if len({repr(d.get(k)) for d in settings}) > 1]
             mine = _settings(record)
-            shown = [f"{k}={'default' if mine[k] is None else mine[k]}" for k in differ if k in mine]
+            shown = [f"{k}={'default' if mine.get(k) is None else mine[k]}" for k in differ]  # absent: its default
             label += " " + (" ".join(shown) or record.run_id)
         labels[record.run_id] = label
     if len(set(labels.values())) < len(labels):  # the same settings twice: tell them apart by run id

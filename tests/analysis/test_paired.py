@@ -123,7 +123,7 @@ def test_run_labels_add_parameters_only_where_two_runs_share_a_protocol():
                          record("r3", "society_of_mind", {"rounds": 3}), record("r4", "self_consistency", {}),
                          record("r5", "self_consistency", {"samples": 4})])
     assert labels == {"r1": "single", "r2": "society_of_mind rounds=2", "r3": "society_of_mind rounds=3",
-                      "r4": "self_consistency r4", "r5": "self_consistency samples=4"}
+                      "r4": "self_consistency samples=default", "r5": "self_consistency samples=4"}
 
     def limited(run_id, max_tokens):
         return NS(run_id=run_id, model="m", config=NS(protocol="single", params={"temperature": 0},
