@@ -116,7 +116,7 @@ def across_runs(tables: Any, labels: dict[str, str], baseline: str | None = None
         if baseline in set(part["run"]) and part["run"].nunique() > 1:
             rows = compare(part.assign(config=part["run"] + " " + stage), baseline=f"{baseline} {stage}",
                            by="config", n_boot=n_boot, seed=seed)
-            parts.append(rows.assign(stage=stage, run=rows["config"].str[:-len(stage) - 1]))
+            parts.append(rows.assign(stage=stage, run=rows["config"].str.removesuffix(" " + stage)))
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
 
 
@@ -124,7 +124,7 @@ def format_across(table: pd.DataFrame) -> str:
     """`across_runs` as printed by `debatekit compare` ('' when empty): a row per stage and run."""
     if table.empty:
         return ""
-    baseline = table["baseline"].iloc[0][:-len(table["stage"].iloc[0]) - 1]
+    baseline = table["baseline"].iloc[0].removesuffix(" " + table["stage"].iloc[0])
     lines = paired_lines(table, {"stage": "stage", "run": "run"})
     return (f"stage by stage, each against the same stage of {baseline} (single: the first agent's round-1 "
             f"answer; vote@1: the round-1 majority; debate@t: the majority after round t):\n" + "\n".join(lines))

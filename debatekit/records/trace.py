@@ -70,7 +70,7 @@ def run_folders(path: Path | str) -> list[Path]:
         raise ValueError(f"{path} is not a folder: name a run folder, or a sweep or study folder")
     if (path / RUN_FILE).exists():
         return [path]
-    found = sorted(run.parent for run in path.glob(f"*/{RUN_FILE}"))
+    found = [run.parent for run in path.glob(f"*/{RUN_FILE}")]
     if not found:
         raise ValueError(f"{path} holds no run ({RUN_FILE}), neither itself nor in a folder under it")
     try:
