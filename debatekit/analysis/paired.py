@@ -14,6 +14,7 @@ and the interval, which resamples whole items, as the test.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Sequence
 
 import pandas as pd
@@ -29,8 +30,8 @@ COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "base
 def run_labels(records) -> dict[str, str]:
     """A label per run (by run id) to compare runs under: its protocol, with the settings that tell it
     apart where runs share a protocol (parameters, then `max_tokens`, model, seed; its run id if
-    nothing differs)."""
-    protocols = [r.config.protocol for r in records]
+    nothing differs). Model names in a label keep only the part that tells them apart
+    (`models=[1.5b, 1.5b, 0.5b]` for local/qwen2.5-coder-1.5b-instruct and -0.5b-)."""
     labels = {}
     for record in records:
         label = record.config.protocol
@@ -40,12 +41,47 @@ def run_labels(records) -> dict[str, str]:
             differ = [k for k in dict.fromkeys(k for d in settings for k in d)
                       if len({repr(d.get(k)) for d in settings}) > 1]
             mine = _settings(record)
-            shown = [f"{k}={'default' if mine.get(k) is None else mine[k]}" for k in differ]  # absent: its default
+            short = short_model_names([m for d in settings for k in MODEL_KEYS for m in _models(d.get(k))])
+            shown = [f"{k}={_shown(mine.get(k), short if k in MODEL_KEYS else {})}" for k in differ]
             label += " " + (" ".join(shown) or record.run_id)
         labels[record.run_id] = label
     if len(set(labels.values())) < len(labels):  # the same settings twice: tell them apart by run id
         labels = {run: f"{label} {run}" for run, label in labels.items()}
     return labels
+
+
+MODEL_KEYS = ("model", "models", "judge_model")
+"""Settings whose values are model names (a list, for per-agent `models`)."""
+
+
+def _models(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+
+def _shown(value, short: dict[str, str]) -> str:
+    if value is None:  # absent: the protocol's default
+        return "default"
+    if isinstance(value, list):
+        return "[" + ", ".join(short.get(v, str(v)) if isinstance(v, str) else str(v) for v in value) + "]"
+    return short.get(value, str(value)) if isinstance(value, str) else str(value)
+
+
+def short_model_names(names: Sequence[str]) -> dict[str, str]:
+    """Each model name without the leading and trailing words (split at '/' and '-') that all of them
+    share, each keeping at least one word: local/qwen2.5-coder-1.5b-instruct and -0.5b- give 1.5b and
+    0.5b; openai/gpt-4o and openai/gpt-4o-mini give 4o and 4o-mini. One distinct name stays whole."""
+    distinct = list(dict.fromkeys(names))
+    if len(distinct) < 2:
+        return {n: n for n in distinct}
+    parts = [re.split(r"([/-])", n) for n in distinct]  # words at even positions, separators between
+    words = [p[::2] for p in parts]
+    most = min(len(w) for w in words) - 1
+    lead = next((i for i in range(most) if len({w[i] for w in words}) > 1), most)
+    most -= lead
+    trail = next((i for i in range(most) if len({w[-1 - i] for w in words}) > 1), most)
+    return {n: "".join(p[2 * lead:len(p) - 2 * trail]) for n, p in zip(distinct, parts)}
 
 
 def _settings(record) -> dict:
@@ -54,15 +90,17 @@ def _settings(record) -> dict:
             "model": getattr(record, "model", None), "seed": getattr(config, "seed", 0)}
 
 
-def compare_runs(tables: Any, records: Sequence, baseline: str | None = None) -> pd.DataFrame:
+def compare_runs(tables: Any, records: Sequence, baseline: str | None = None,
+                 labels: dict[str, str] | None = None) -> pd.DataFrame:
     """`compare` of whole runs, each under its `run_labels` label.
 
     Args:
         tables: `analysis.load_runs` of the runs' folders.
         records: the runs' `RunRecord`s.
         baseline: the label to compare against; default the first run's.
+        labels: `run_labels(records)`, when the caller has them already.
     """
-    labels = run_labels(records)
+    labels = labels or run_labels(records)
     frame = tables.debates.assign(config=tables.debates["run_id"].map(labels))
     return compare(frame, baseline=baseline or labels[records[0].run_id], by="config")
 

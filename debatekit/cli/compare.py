@@ -33,11 +33,12 @@ def run(args) -> int:
     unfinished = [path for path, r in zip(args.runs, records) if r.run_id not in set(tables.debates.get("run_id", []))]
     if unfinished:
         raise ValueError(f"{', '.join(map(str, unfinished))}: no finished debate yet, nothing to compare")
-    table = compare_runs(tables, records, baseline=args.baseline)
+    labels = run_labels(records)
+    table = compare_runs(tables, records, baseline=args.baseline, labels=labels)
     if table["pairs"].sum() == 0:
         raise ValueError("the runs share no item that both answered: nothing to pair")
     print(visible(format_comparison(table)))
-    stages = format_across(across_runs(tables, run_labels(records), table["baseline"].iloc[0]))
+    stages = format_across(across_runs(tables, labels, table["baseline"].iloc[0]))
     if stages:
         print("\n" + visible(stages))
     return 0

@@ -132,3 +132,21 @@ def test_run_labels_add_parameters_only_where_two_runs_share_a_protocol():
     assert run_labels([limited("a", 512), limited("b", None)]) == {"a": "single max_tokens=512",
                                                                    "b": "single max_tokens=default"}
     assert run_labels([limited("a", 512), limited("b", 512)]) == {"a": "single a", "b": "single b"}
+
+
+def test_run_labels_name_models_by_the_words_that_tell_them_apart():
+    from types import SimpleNamespace as NS
+
+    from debatekit.analysis.paired import run_labels, short_model_names
+
+    big, small = "local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"
+
+    def record(run_id, params):
+        return NS(run_id=run_id, model=big, config=NS(protocol="society_of_mind", params=params, seed=0))
+
+    labels = run_labels([record("all", {}), record("mixed", {"models": [big, big, small]})])
+    assert labels == {"all": "society_of_mind models=default", "mixed": "society_of_mind models=[1.5b, 1.5b, 0.5b]"}
+    assert short_model_names(["openai/gpt-4o", "openai/gpt-4o-mini"]) == {"openai/gpt-4o": "4o",
+                                                                          "openai/gpt-4o-mini": "4o-mini"}
+    assert short_model_names([big, big]) == {big: big}  # one model: nothing to tell apart, kept whole
+    assert short_model_names(["a/x", "b/y"]) == {"a/x": "a/x", "b/y": "b/y"}  # no word shared at the ends
