@@ -30,6 +30,9 @@ def add(subparsers) -> dict:
     p.add_argument("--workers", type=int, default=1, help="points run at once (keep 1 on a local model)")
     p.add_argument("--png", action="store_true", help="also write the headline figures as PNG (kaleido + chromium)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--retry-degraded", action="store_true",
+                   help="also run again the debates that answered although some of their calls failed (degraded), "
+                        "in complete points too; their other calls come from the response cache")
     p.add_argument("--status", action="store_true",
                    help="run nothing: print each point's items done, accuracy so far, rate and hours left")
     p.add_argument("--report-only", action="store_true",
@@ -57,7 +60,7 @@ def run(args) -> int:
         return 0
     try:
         result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
-                                 progress=not args.quiet)
+                                 progress=not args.quiet, retry_degraded=args.retry_degraded)
     except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: a study resumes by its own command, not --resume
         from debatekit._base import signals
 

@@ -20,6 +20,9 @@ def add(subparsers) -> dict:
     p.add_argument("--cell-timeout", type=float, help="seconds a notebook cell may run")
     p.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--retry-degraded", action="store_true",
+                   help="also run again the debates that answered although some of their calls failed (degraded), "
+                        "in complete points too; their other calls come from the response cache")
     p.add_argument("--yes", action="store_true", help="start a large grid (over 200 points to run) without asking")
     return {"sweep": run}
 
@@ -42,7 +45,7 @@ def run(args) -> int:
     try:
         result = sweep.run_sweep(args.notebook, args.grid, args.out, workers=args.workers, executor=executor,
                                  progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout,
-                                 confirm=confirm)
+                                 retry_degraded=args.retry_degraded, confirm=confirm)
     except KeyboardInterrupt as exc:
         print(f"debatekit: sweep stopped; complete points are kept in {args.out}: run the same `debatekit sweep` "
               "command again to finish the rest", file=sys.stderr)

@@ -17,7 +17,7 @@ from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
-from debatekit.sweep.point import is_complete_sidecar, stamp
+from debatekit.sweep.point import degraded_debates, is_complete_sidecar, stamp
 from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
 
@@ -119,7 +119,7 @@ def is_complete(out: Path | str, point: Point) -> bool:
 
 def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
               executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
-              cell_timeout: float | None = None,
+              cell_timeout: float | None = None, retry_degraded: bool = False,
               confirm: Callable[[int, int, float | None], bool] | None = None) -> SweepResult:
     """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
 
@@ -132,6 +132,9 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             for a running scheduler) or any object with `map_unordered(fn, tasks)`.
         kernel_name: Jupyter kernel (default: the notebook's).
         cell_timeout: seconds a cell may run (default: no limit).
+        retry_degraded: also run again the complete points that have degraded debates (answered although
+            some of their calls failed), each with its notebook's `retry_degraded` parameter set, so that
+            only those debates run again (the notebook must declare it, as run_debate.ipynb does).
         confirm: called with (points to run, points complete, estimated seconds or None) once every point
             is checked and before any runs; False ends the sweep with a SweepError, nothing started.
 
@@ -153,12 +156,16 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     missing = {"out_dir", "summary_path"} - declared
     if missing:
         raise SweepError(f"notebook {notebook} must declare {', '.join(sorted(missing))} in its parameters cell")
+    if retry_degraded and "retry_degraded" not in declared:
+        raise SweepError(f"notebook {notebook} has no parameter retry_degraded: it cannot run degraded debates again")
     out.mkdir(parents=True, exist_ok=True)
     (out / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request to drain is spent
     tasks, results = [], []
     for point in points:
         args = _notebook_args(point, declared, out, base)
-        if is_complete(out, point):
+        if retry_degraded:
+            args["retry_degraded"] = True
+        if is_complete(out, point) and not (retry_degraded and degraded_debates(out / f"{point.id}.json")):
             results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
         else:
             tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),

@@ -14,7 +14,8 @@ SIDECAR_VERSION = 1
 def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = None, model: str | None = None,
               seed: int = 0, seeds: int = 1, concurrency: int = 4, call_timeout: float | None = None,
               progress: bool = True, api_base: str | None = None, api_key_env: str | None = None,
-              model_options: dict | None = None, max_tokens: int | None = None, **params):
+              model_options: dict | None = None, max_tokens: int | None = None, retry_degraded: bool = False,
+              **params):
     """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
 
     `params` are protocol parameters; None values mean "the protocol's default". `rounds` and
@@ -22,7 +23,9 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
     A non-None parameter the protocol does not have is an error. `seeds` runs each item under that many
     seeds. `api_base` and `api_key_env` (the name of the variable holding the key) go with
     `model`, e.g. an OpenAI-compatible server such as `debatekit serve` (see `RunConfig`);
-    other litellm arguments go in `model_options`.
+    other litellm arguments go in `model_options`. `retry_degraded` also runs again the debates a previous
+    attempt finished as `degraded` (an answer although some of its calls failed; `debatekit run
+    --resume --retry-degraded`).
     """
     from debatekit import registry
     from debatekit.records.schemas import RunConfig
@@ -37,7 +40,7 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
                        api_key_env=api_key_env, **extra)
     if model_options:
         config = config.model_copy(update={"model_options": {config.run_model: model_options}})
-    return run(config, out_dir, resume=True, progress=progress)
+    return run(config, out_dir, resume=True, retry_degraded=retry_degraded, progress=progress)
 
 
 def record_point(summary_path: str | None, result, parameters: dict) -> dict:
@@ -75,6 +78,14 @@ def is_complete_sidecar(path: Path, digest: str) -> bool:
     """Whether `path` is a complete sidecar stamped for the point with this parameter digest."""
     data = _read(path)
     return data is not None and data.get("status") == "complete" and data.get("point_hash") == digest
+
+
+def degraded_debates(path: Path) -> int:
+    """How many debates the point's sidecar counts as degraded (answered although some calls failed)."""
+    data = _read(path)
+    summary = data.get("summary") if data else None
+    degraded = summary.get("degraded") if isinstance(summary, dict) else None
+    return degraded if isinstance(degraded, int) else 0
 
 
 def _read(path: Path) -> dict | None:

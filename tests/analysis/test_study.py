@@ -224,3 +224,19 @@ def test_distinct_drops_the_debate_row_that_repeats_its_runs_answer(sweep_dir):
     assert set(rows["config"]) - set(kept["config"]) == {"society_of_mind debate@2"}
     assert set(kept["config"]) == {"self_consistency", "society_of_mind", "society_of_mind vote@1"}
     assert study.distinct(rows.iloc[0:0]).empty
+
+
+@pytest.mark.parametrize("flag, wanted", [([], False), (["--retry-degraded"], True)])
+def test_the_study_command_hands_retry_degraded_to_its_sweep(tmp_path, monkeypatch, flag, wanted):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"parameters": {"dataset": "arithmetic", "model": "scripted/schema", "limit": 1},
+                                    "points": [{"protocol": "single"}]}))
+    seen = {}
+
+    def stopped(*args, **kwargs):  # what the sweep was asked; then stop, so that no notebook runs
+        seen.update(kwargs)
+        raise KeyboardInterrupt()
+
+    monkeypatch.setattr(sweep, "run_sweep", stopped)
+    assert cli.main(["study", str(grid), "--quiet", *flag]) == 130
+    assert seen["retry_degraded"] is wanted
