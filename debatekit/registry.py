@@ -128,12 +128,7 @@ class ProtocolSpec:
     def models_in(self, params: dict) -> list[str]:
         """The model strings `params` name: `models` and any `*_model`/`*_models` parameter (a
         string, a list of them, or agent name -> model)."""
-        found = []
-        for name, value in params.items():
-            if name == "models" or name.endswith(("_model", "_models")):
-                values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
-                found += [v for v in values if isinstance(v, str)]
-        return found
+        return [m for name, value in params.items() if names_models(name) for m in model_strings(value)]
 
     def accepts(self, name: str) -> bool:
         """A parameter name this protocol takes, old names included."""
@@ -224,6 +219,17 @@ class ProtocolSpec:
 
 
 _protocols: dict[str, ProtocolSpec] = {}
+
+
+def names_models(parameter: str) -> bool:
+    """Whether a protocol parameter names models: `models`, or any `*_model`/`*_models`."""
+    return parameter == "models" or parameter.endswith(("_model", "_models"))
+
+
+def model_strings(value) -> list[str]:
+    """The model strings in a model parameter's value: a string, a list of them, or agent name -> model."""
+    values = value.values() if isinstance(value, dict) else value if isinstance(value, list) else [value]
+    return [v for v in values if isinstance(v, str)]
 
 
 def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None,

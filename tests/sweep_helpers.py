@@ -33,6 +33,13 @@ def scripted_grid(root: Path, **sections) -> dict:
             **sections}
 
 
+class InProcess:
+    """A sweep executor that runs points in this process, so that a monkeypatched papermill applies."""
+
+    def map_unordered(self, fn, tasks):
+        return map(fn, tasks)
+
+
 def reply(req):
     """agent1 is always right; the others are wrong on q1 and q2 in round 1 and copy agent1 afterwards."""
     truth = TRUTHS[req.item_id]

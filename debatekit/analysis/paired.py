@@ -41,8 +41,7 @@ def run_labels(records) -> dict[str, str]:
             differ = [k for k in dict.fromkeys(k for d in settings for k in d)
                       if len({repr(d.get(k)) for d in settings}) > 1]
             mine = _settings(record)
-            short = short_model_names([m for d in settings for k in MODEL_KEYS for m in _models(d.get(k))])
-            shown = [f"{k}={_shown(mine.get(k), short if k in MODEL_KEYS else {})}" for k in differ]
+            shown = [f"{k}={_shown(k, mine.get(k), settings)}" for k in differ]
             label += " " + (" ".join(shown) or record.run_id)
         labels[record.run_id] = label
     if len(set(labels.values())) < len(labels):  # the same settings twice: tell them apart by run id
@@ -50,28 +49,28 @@ def run_labels(records) -> dict[str, str]:
     return labels
 
 
-MODEL_KEYS = ("model", "models", "judge_model")
-"""Settings whose values are model names (a list, for per-agent `models`)."""
+def _shown(key: str, value, settings: list[dict]) -> str:
+    """A setting's value in a label: `default` where a run leaves it out, model names shortened to the
+    words that tell apart the names the runs give this setting."""
+    from debatekit.registry import model_strings, names_models
 
-
-def _models(value) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
-
-
-def _shown(value, short: dict[str, str]) -> str:
-    if value is None:  # absent: the protocol's default
+    if value is None:
         return "default"
+    if key != "model" and not names_models(key):
+        return str(value)
+    short = short_model_names([m for d in settings for m in model_strings(d.get(key))])
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{agent}: {short.get(m, m)}" for agent, m in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(short.get(v, str(v)) if isinstance(v, str) else str(v) for v in value) + "]"
-    return short.get(value, str(value)) if isinstance(value, str) else str(value)
+        return "[" + ", ".join(short.get(m, str(m)) for m in value) + "]"
+    return short.get(value, str(value))
 
 
 def short_model_names(names: Sequence[str]) -> dict[str, str]:
     """Each model name without the leading and trailing words (split at '/' and '-') that all of them
     share, each keeping at least one word: local/qwen2.5-coder-1.5b-instruct and -0.5b- give 1.5b and
-    0.5b; openai/gpt-4o and openai/gpt-4o-mini give 4o and 4o-mini. One distinct name stays whole."""
+    0.5b; openai/gpt-4o and openai/gpt-4o-mini give 4o and 4o-mini. One distinct name stays whole, and
+    so do all of them where shortening would make two alike or one empty."""
     distinct = list(dict.fromkeys(names))
     if len(distinct) < 2:
         return {n: n for n in distinct}
@@ -81,7 +80,10 @@ def short_model_names(names: Sequence[str]) -> dict[str, str]:
     lead = next((i for i in range(most) if len({w[i] for w in words}) > 1), most)
     most -= lead
     trail = next((i for i in range(most) if len({w[-1 - i] for w in words}) > 1), most)
-    return {n: "".join(p[2 * lead:len(p) - 2 * trail]) for n, p in zip(distinct, parts)}
+    short = {n: "".join(p[2 * lead:len(p) - 2 * trail]) for n, p in zip(distinct, parts)}
+    if "" in short.values() or len(set(short.values())) < len(short):  # a/b and a-b; local/m/
+        return {n: n for n in distinct}
+    return short
 
 
 def _settings(record) -> dict:

@@ -24,15 +24,15 @@ NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 
 
 def add(subparsers) -> dict:
+    from debatekit.cli.sweep import RETRY_DEGRADED_HELP
+
     p = subparsers.add_parser("study", help="run a study grid, its study notebook and report, resumably")
     p.add_argument("grid", help="grid YAML, e.g. results/studies/gsm8k/grid.yaml")
     p.add_argument("--out", help="study folder (default: the grid's folder)")
     p.add_argument("--workers", type=int, default=1, help="points run at once (keep 1 on a local model)")
     p.add_argument("--png", action="store_true", help="also write the headline figures as PNG (kaleido + chromium)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--retry-degraded", action="store_true",
-                   help="also run again the debates that answered although some of their calls failed (degraded), "
-                        "in complete points too; their other calls come from the response cache")
+    p.add_argument("--retry-degraded", action="store_true", help=RETRY_DEGRADED_HELP)
     p.add_argument("--status", action="store_true",
                    help="run nothing: print each point's items done, accuracy so far, rate and hours left")
     p.add_argument("--report-only", action="store_true",

@@ -6,6 +6,10 @@ import functools
 import sys
 
 
+RETRY_DEGRADED_HELP = ("also run again the debates that answered although some of their calls failed (degraded), "
+                       "in complete points too; their other calls come from the response cache")
+
+
 def add(subparsers) -> dict:
     p = subparsers.add_parser("sweep", help="run a parameterized notebook once per grid point (papermill)")
     p.add_argument("notebook", help="notebook with a `parameters` cell, e.g. notebooks/run_debate.ipynb")
@@ -20,9 +24,7 @@ def add(subparsers) -> dict:
     p.add_argument("--cell-timeout", type=float, help="seconds a notebook cell may run")
     p.add_argument("--kernel", help="Jupyter kernel name (default: the notebook's)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
-    p.add_argument("--retry-degraded", action="store_true",
-                   help="also run again the debates that answered although some of their calls failed (degraded), "
-                        "in complete points too; their other calls come from the response cache")
+    p.add_argument("--retry-degraded", action="store_true", help=RETRY_DEGRADED_HELP)
     p.add_argument("--yes", action="store_true", help="start a large grid (over 200 points to run) without asking")
     return {"sweep": run}
 

@@ -134,7 +134,8 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         cell_timeout: seconds a cell may run (default: no limit).
         retry_degraded: also run again the complete points that have degraded debates (answered although
             some of their calls failed), each with its notebook's `retry_degraded` parameter set, so that
-            only those debates run again (the notebook must declare it, as run_debate.ipynb does).
+            only those debates run again; a retry that fails keeps the point's complete result. The
+            notebook must declare the parameter (run_debate.ipynb does), degraded debates or not.
         confirm: called with (points to run, points complete, estimated seconds or None) once every point
             is checked and before any runs; False ends the sweep with a SweepError, nothing started.
 
@@ -165,12 +166,14 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         args = _notebook_args(point, declared, out, base)
         if retry_degraded:
             args["retry_degraded"] = True
-        if is_complete(out, point) and not (retry_degraded and degraded_debates(out / f"{point.id}.json")):
+        complete = is_complete(out, point)
+        if complete and not (retry_degraded and degraded_debates(out / f"{point.id}.json")):
             results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
         else:
             tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),
                           "point_id": point.id, "point_hash": point.digest, "parameters": args,
-                          "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout})
+                          "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout,
+                          "was_complete": complete})
     if confirm is not None and not confirm(len(tasks), len(results), estimate_seconds(out, len(tasks), workers)):
         raise SweepError(f"sweep not started: {len(tasks)} points not confirmed (--yes starts without asking)")
     write_meta(out, notebook, grid_data, points)
@@ -196,13 +199,22 @@ def execute_point(task: dict) -> PointResult:
     """Run one point's notebook with papermill (in a worker process); never raises.
 
     A cell error fails the point with that cell; any other failure (a kernel that did not
-    start or died) is retried once.
+    start or died) is retried once. A point that was complete (run again for its degraded debates)
+    keeps its complete sidecar unless the new run records one.
     """
+    sidecar = Path(task["cwd"]) / task["parameters"]["summary_path"]
+    kept = sidecar.read_bytes() if task.get("was_complete") and sidecar.exists() else None
+    result = _execute(task, sidecar)
+    if kept is not None and result.status != "complete":
+        sidecar.write_bytes(kept)
+    return result
+
+
+def _execute(task: dict, sidecar: Path) -> PointResult:
     import papermill
     from papermill.exceptions import PapermillExecutionError
 
     start, error = time.monotonic(), None
-    sidecar = Path(task["cwd"]) / task["parameters"]["summary_path"]
     if (Path(task["output"]).parent / DRAIN_FILE).exists():
         return PointResult(task["point_id"], "drained", task["output"], error="not started: the sweep was asked to drain")
     for attempt in (1, 2):

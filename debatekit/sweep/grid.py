@@ -11,7 +11,8 @@ from typing import Iterable
 
 import yaml
 
-RESERVED = {"out_dir", "summary_path"}
+RESERVED = {"out_dir", "summary_path", "retry_degraded"}
+"""Notebook parameters the sweep sets itself (`retry_degraded` by `--retry-degraded`), never a grid."""
 SPEED_ONLY = {"concurrency"}
 """Point parameters that change how fast a point runs, not what it computes (the runner leaves
 them out of a run's configuration hash too): left out of a point's hash and name, so that a
@@ -72,7 +73,8 @@ def expand_grid(grid: dict) -> list[Point]:
     if not isinstance(fixed, dict) or not isinstance(axes, dict) or not isinstance(explicit, list):
         raise SweepError("grid: `parameters` and `grid` must be mappings, `points` a list of mappings")
     for key in RESERVED & (set(fixed) | set(axes) | {k for p in explicit if isinstance(p, dict) for k in p}):
-        raise SweepError(f"grid sets {key!r}, which the sweep sets itself")
+        how = " (--retry-degraded)" if key == "retry_degraded" else ""
+        raise SweepError(f"grid sets {key!r}, which the sweep sets itself{how}")
     points: list[dict] = []
     if axes:
         names = list(axes)

@@ -150,3 +150,24 @@ def test_run_labels_name_models_by_the_words_that_tell_them_apart():
                                                                           "openai/gpt-4o-mini": "4o-mini"}
     assert short_model_names([big, big]) == {big: big}  # one model: nothing to tell apart, kept whole
     assert short_model_names(["a/x", "b/y"]) == {"a/x": "a/x", "b/y": "b/y"}  # no word shared at the ends
+
+
+def test_run_labels_shorten_only_model_settings_and_never_into_alike_names():
+    from types import SimpleNamespace as NS
+
+    from debatekit.analysis.paired import run_labels, short_model_names
+
+    def record(run_id, params):
+        return NS(run_id=run_id, model="m", config=NS(protocol="judged_debate", params=params, seed=0))
+
+    judges = run_labels([record("a", {"judge_model": "local/qwen2.5-coder-0.5b-instruct"}),
+                         record("b", {"judge_model": "local/qwen2.5-coder-1.5b-instruct"})])
+    assert judges == {"a": "judged_debate judge_model=0.5b", "b": "judged_debate judge_model=1.5b"}
+    by_agent = run_labels([record("a", {"models": {"pro": "x/big-v1", "con": "x/small-v1"}}), record("b", {})])
+    assert by_agent["a"] == "judged_debate models={pro: big, con: small}"
+    # lists that are not model names keep their quotes, so that two personas lists stay apart
+    personas = run_labels([record("a", {"personas": ["x, y", "z"]}), record("b", {"personas": ["x", "y, z"]})])
+    assert personas == {"a": "judged_debate personas=['x, y', 'z']", "b": "judged_debate personas=['x', 'y, z']"}
+    assert short_model_names(["a/b", "a-b"]) == {"a/b": "a/b", "a-b": "a-b"}  # both would be 'b'
+    assert short_model_names(["local/m/", "local/n/"]) == {"local/m/": "m", "local/n/": "n"}
+    assert short_model_names(["local/m/", "local/m"]) == {"local/m/": "m/", "local/m": "m"}

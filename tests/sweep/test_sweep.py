@@ -9,7 +9,7 @@ import pytest
 
 from debatekit import sweep
 from debatekit.sweep import SweepError, expand_grid
-from tests.sweep_helpers import NOTEBOOK, scripted_grid
+from tests.sweep_helpers import NOTEBOOK, InProcess, scripted_grid
 
 # --- grid expansion -----------------------------------------------------------------------
 
@@ -166,16 +166,9 @@ def test_a_new_sweep_clears_an_old_request_to_drain(tmp_path, monkeypatch):
     out.mkdir()
     (out / DRAIN_FILE).write_text("")
     result = sweep.run_sweep(NOTEBOOK, {"protocol": "single", "dataset": "arithmetic", "limit": 1}, out,
-                             executor=_InProcess(), progress=False)
+                             executor=InProcess(), progress=False)
     assert ran == [1] and not (out / DRAIN_FILE).exists()  # the point ran (and, recording nothing, failed)
     assert [r.status for r in result.results] == ["failed"]
-
-
-class _InProcess:
-    """An executor that runs points in this process, so that a monkeypatched papermill applies."""
-
-    def map_unordered(self, fn, tasks):
-        return map(fn, tasks)
 
 
 # --- a real sweep: papermill in worker processes ------------------------------------------

@@ -10,7 +10,7 @@ import pytest
 from debatekit import sweep
 from debatekit.cli.app import main
 from debatekit.sweep import SweepError
-from tests.sweep_helpers import NOTEBOOK, scripted_grid
+from tests.sweep_helpers import NOTEBOOK, InProcess, scripted_grid
 
 
 def _mark_degraded(out, point_id: str, item: str) -> str:
@@ -81,3 +81,24 @@ def test_a_notebook_that_cannot_retry_is_named_before_any_point_runs(degraded_sw
     nbformat.write(notebook, older)
     with pytest.raises(SweepError, match="older.ipynb has no parameter retry_degraded"):
         sweep.run_sweep(older, grid, out, progress=False, retry_degraded=True)
+
+
+def test_a_retry_that_fails_keeps_the_points_complete_result(degraded_sweep, monkeypatch):
+    import papermill
+
+    grid, out, point_id, _ = degraded_sweep
+    sidecar = (out / f"{point_id}.json").read_text()
+
+    def kernel_dies(*args, **kwargs):
+        raise RuntimeError("Kernel died before replying to kernel_info")
+
+    monkeypatch.setattr(papermill, "execute_notebook", kernel_dies)
+    again = sweep.run_sweep(NOTEBOOK, grid, out, progress=False, retry_degraded=True, executor=InProcess())
+    assert [r.status for r in again.results] == ["failed"]
+    assert (out / f"{point_id}.json").read_text() == sidecar  # still complete: its debates still count
+    assert len(again.summary) == 2
+
+
+def test_a_grid_may_not_set_retry_degraded():
+    with pytest.raises(SweepError, match="grid sets 'retry_degraded', which the sweep sets itself \\(--retry-degraded\\)"):
+        sweep.expand_grid({"parameters": {"protocol": "single", "retry_degraded": True}})
