@@ -29,4 +29,4 @@ def test_run_debate_declares_what_the_sweep_sets():
 
     declared = papermill.inspect_notebook(str(ROOT / "notebooks" / "run_debate.ipynb"))
     assert {"protocol", "dataset", "limit", "agents", "rounds", "model", "personas", "thresholds", "seed",
-            "out_dir", "summary_path", "extra"} <= set(declared)
+            "out_dir", "summary_path", "extra", "retry_degraded"} <= set(declared)
