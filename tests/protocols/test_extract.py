@@ -307,6 +307,33 @@ def test_confidence_extractor(reply, expected):
     assert confidence(reply) == expected
 
 
+# A marker whose words after it name no answer ("so the answer is correct") does not hide an
+# earlier one that does. The first reply is the 0.5B judge's, verbatim, in the weak-judge sweep's
+# blind_judge run (item strategyqa-c91eafafed5a8f80bb5a), read as no verdict before this rule.
+JUDGE_REPLY = ("Answer: B\nProbability: 0.5\nExplanation: Miami is indeed a city on the American West Coast. "
+               "It is located in the western part of the United States, specifically in the Atlantic Ocean. "
+               "The Atlantic Ocean is a major feature of the United States, and Miami is a significant part of "
+               "it. Therefore, the answer is correct.")
+
+
+@pytest.mark.parametrize("kind, choices, reply, expected", [
+    ("choice", ["no", "yes"], JUDGE_REPLY, "B"),
+    ("integer", None, "The answer is 42.\nCheck: 40 + 2 = 42 and 42 - 2 = 40, so the answer is right.", 42),
+    ("yesno", None, "Answer: no\nI am sure the answer is right.", "no"),
+    ("choice", CHOICES, "Answer: C\nThe answer is clear.\nAnswer: E", "E"),  # the last one that names one
+    ("integer", None, "The answer is unclear to me.", None),  # no marker names one, and no number at all
+])
+def test_an_earlier_marker_is_read_when_the_last_names_no_answer(kind, choices, reply, expected):
+    assert extract(kind, reply, choices) == expected
+
+
+def test_the_judges_verdict_is_read_past_a_closing_explanation():
+    from debatekit.protocols.judged_debate.common import verdict_model
+
+    verdict = verdict_model(("no", "yes"), "text").from_text(JUDGE_REPLY)
+    assert verdict.answer == "B" and verdict.probability == 0.5
+
+
 def test_scripted_schema_states_a_confidence_only_when_asked():
     from debatekit.models.scripted import Request, respond
     from debatekit.protocols.shared.answers import AnswerSpec

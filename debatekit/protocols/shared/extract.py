@@ -4,8 +4,9 @@ Every extractor first looks for the reply's last answer marker (`Answer:`, `answ
 `final answer`, markdown emphasis ignored) and reads what follows it. A marker followed by the
 placeholder `X` is the prompt's own instruction echoed back (`end with a last line `Answer: X`,
 where X is ...`) and is not an answer. When there is no marker, or nothing usable after it, the
-reply's last `\\boxed{...}` is read, and only then the whole reply. It returns None when it finds
-no answer (the caller counts that as a parse failure).
+reply's last `\\boxed{...}` is read, then what follows each earlier marker, the latest first, up to
+the next marker (`Answer: B` then a closing "so the answer is correct": B), and only then the whole
+reply. It returns None when it finds no answer (the caller counts that as a parse failure).
 
 - integer / number: the last number of the segment; `$`, thousands commas and a trailing
   period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
@@ -85,8 +86,9 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
     finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
               "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
     boxed = BOXED.findall(clean)
+    last, *earlier = _after_markers(clean) or [None]
     try:
-        for segment in (_after_marker(clean), boxed[-1] if boxed else None):
+        for segment in (last, boxed[-1] if boxed else None, *earlier):
             found = finder(segment, True) if segment is not None else None
             if found is not None:
                 return found
@@ -111,9 +113,12 @@ def _last_probability(pattern: re.Pattern, text: str) -> float | None:
     return as_probability(found[-1]) if found else None
 
 
-def _after_marker(text: str) -> str | None:
+def _after_markers(text: str) -> list[str]:
+    """What follows each answer marker, the last first: the last one's to the end of the text, an
+    earlier one's up to the next marker."""
     matches = list(MARKER.finditer(text))
-    return text[matches[-1].end():] if matches else None
+    ends = [m.start() for m in matches[1:]] + [len(text)]
+    return [text[m.end():end] for m, end in zip(reversed(matches), reversed(ends))]
 
 
 def _number(segment: str, marked: bool) -> int | float | None:
