@@ -39,6 +39,22 @@ def test_gather_runs_agents_and_records_one_event_per_call(model_from):
     assert d.usage.calls == 3 and d.usage.completion_tokens > 0
 
 
+def test_the_call_event_keeps_the_unreadable_first_reply_and_the_repair_prompt():
+    events = []
+    model = scripted.register("e-repair", replies=["no idea", '{"answer": 3}'])
+    d = debate(model, events=events)
+
+    async def go():
+        return await d.ask("a", [{"role": "user", "content": "q"}], Num, phase="p", round=1)
+
+    turn = asyncio.run(go())
+    assert turn.ok and turn.parsed.answer == 3
+    (event,) = events
+    assert event.text == '{"answer": 3}' and event.parse_failures == 1
+    assert [r["text"] for r in event.repairs] == ["no idea"]
+    assert event.repairs[0]["repair_prompt"] == scripted.get("e-repair").requests[1].messages[-1]["content"]
+
+
 def test_each_call_gets_a_distinct_stable_seed(model_from):
     seeds = []
     model = model_from(lambda req: seeds.append(req.params["seed"]) or {"answer": 1})

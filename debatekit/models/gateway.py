@@ -119,6 +119,8 @@ class Completion:
     faults: list[str] = field(default_factory=list)
     error: str | None = None
     error_kind: str | None = None
+    repairs: list[dict] = field(default_factory=list)
+    """Each reply that could not be read and was asked again: its text, the error and the repair prompt."""
 
     @property
     def ok(self) -> bool:
@@ -284,6 +286,8 @@ class Gateway:
                 if repair == 1:
                     done.error, done.error_kind = f"parse: {error}", "parse"
                 request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
+                if repair == 0:
+                    done.repairs.append({"text": done.text, "error": error, "repair_prompt": request})
                 messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started
         return done

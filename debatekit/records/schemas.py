@@ -104,6 +104,9 @@ class CallEvent(BaseModel):
     ts: float
     messages: list[dict] | None = None
     """The messages the agent was shown (None in runs recorded before they were kept)."""
+    repairs: list[dict] = []
+    """Replies that could not be read and were asked again, in order: each its `text`, the `error` and
+    the `repair_prompt` that followed it (`text` above is the last reply). Empty in runs recorded before."""
 
 
 class RoundRecord(BaseModel):

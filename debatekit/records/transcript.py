@@ -31,6 +31,8 @@ class Entry:
     ok: bool
     error: str | None = None
     faults: tuple[str, ...] = ()
+    repairs: tuple[dict, ...] = ()
+    """Earlier replies that could not be read, each with its error and the repair prompt that followed."""
 
     @property
     def ending(self) -> str | None:
@@ -70,7 +72,8 @@ def entries(events: list[dict], debate_id: str) -> list[Entry]:
         answer = output.get("answer") if isinstance(output, dict) else None
         out.append(Entry(round=event.get("round"), agent=agent, phase=event.get("phase", ""), shown=shown,
                          reply=event.get("text") or "", answer=answer, ok=output is not None and not event.get("error"),
-                         error=event.get("error"), faults=tuple(event.get("faults") or ())))
+                         error=event.get("error"), faults=tuple(event.get("faults") or ()),
+                         repairs=tuple(event.get("repairs") or ())))
     return out
 
 
@@ -86,6 +89,9 @@ def as_text(items: list[Entry]) -> str:
             lines.append("[shown: not recorded in this run]")
         for m in e.shown or []:
             lines += [f"[{m.get('role', '?')}]", str(m.get("content", "")).rstrip()]
+        for r in e.repairs:
+            lines += [f"[reply, not read: {r.get('error', '?')}]", str(r.get("text", "")).rstrip() or "(empty)",
+                      "[user: repair]", str(r.get("repair_prompt", "")).rstrip()]
         ending = f" [{e.ending}]" if e.ending else ""
         lines += [f"[reply]{ending}", e.reply.rstrip() or "(empty)", f">>> answer: {e.marked}"]
     return "\n".join(lines).lstrip("\n")
@@ -97,8 +103,11 @@ def as_html(items: list[Entry]) -> str:
     for e in items:
         shown = "".join(f"<div><i>{html.escape(str(m.get('role', '?')))}</i>:<pre>{html.escape(str(m.get('content', '')))}"
                         f"</pre></div>" for m in e.shown or []) if e.shown is not None else "<i>shown: not recorded</i>"
+        repairs = "".join(f"<div><i>reply, not read: {html.escape(str(r.get('error', '?')))}</i>:"
+                          f"<pre>{html.escape(str(r.get('text', '')))}</pre><i>repair</i>:"
+                          f"<pre>{html.escape(str(r.get('repair_prompt', '')))}</pre></div>" for r in e.repairs)
         parts.append(f"<div class='dk-call'><b>{html.escape(e.agent)}</b> · {html.escape(e.phase)}"
-                     f"<details><summary>shown</summary>{shown}</details>"
+                     f"<details><summary>shown</summary>{shown}</details>{repairs}"
                      f"<div><i>reply</i>{html.escape(f' [{e.ending}]' if e.ending else '')}:"
                      f"<pre>{html.escape(e.reply)}</pre></div>"
                      f"<div><b>answer: {html.escape(e.marked)}</b></div></div>")

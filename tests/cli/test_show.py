@@ -146,3 +146,18 @@ def test_the_transcript_marks_a_reply_that_was_cut_off_or_looped():
     assert "[reply] [cut off at the token limit (1x); answer from the repair request]" in text
     assert "[reply] [looped (2x, stopped while repeating itself); not repaired]" in text
     assert text.count("[reply]\n") == 1  # the healthy reply carries no mark
+
+
+def test_the_transcript_shows_each_unreadable_reply_and_the_repair_prompt_before_the_last_reply():
+    from debatekit.records import transcript
+
+    event = {"debate_id": "d", "agent": "judge", "phase": "verdict", "round": 1, "messages": [], "ts": 1.0,
+             "output": {"answer": "A"}, "text": "Answer: A", "error": None, "faults": ["parse"],
+             "repairs": [{"text": "Answer: Neither", "error": "no `Answer: A` line",
+                          "repair_prompt": "Your reply could not be used: no `Answer: A` line"}]}
+    items = transcript.entries([event], "d")
+    text = transcript.as_text(items)
+    assert text.index("Answer: Neither") < text.index("[user: repair]") < text.index("[reply]\nAnswer: A")
+    assert "[reply, not read: no `Answer: A` line]" in text
+    assert "Answer: Neither" in transcript.as_html(items)
+    assert "not read" not in transcript.as_text(transcript.entries([{**event, "repairs": []}], "d"))

@@ -59,6 +59,17 @@ def test_invalid_output_gets_one_repair_round():
     assert "answer" in repair[-1]["content"]
 
 
+def test_each_unreadable_reply_is_kept_with_its_error_and_the_repair_prompt_that_followed():
+    model = scripted.register("g-keep", replies=['{"answer": "four"}', '{"answer": 4}'])
+    c = complete(Gateway(), model)
+    sent = scripted.get("g-keep").requests[1].messages[-1]["content"]
+    assert c.text == '{"answer": 4}'
+    assert c.repairs == [{"text": '{"answer": "four"}', "error": c.repairs[0]["error"], "repair_prompt": sent}]
+    assert "answer" in c.repairs[0]["error"]
+    readable = complete(Gateway(), scripted.register("g-keep-ok", replies=['{"answer": 4}']))
+    assert readable.repairs == []
+
+
 def test_output_still_invalid_after_repair_is_a_recorded_parse_failure():
     model = scripted.register("g-garbage", replies=["not json at all", "still not json"])
     c = complete(Gateway(), model)
