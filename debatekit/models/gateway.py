@@ -283,11 +283,11 @@ class Gateway:
                     done.faults.append(ending)
                     error += ENDINGS[ending].format(max_tokens=params["max_tokens"])
                     note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off" else LOOP_NOTE
-                if repair == 1:
+                if repair == 1:  # the repaired reply failed too: no third try
                     done.error, done.error_kind = f"parse: {error}", "parse"
+                    break
                 request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
-                if repair == 0:
-                    done.repairs.append({"text": done.text, "error": error, "repair_prompt": request})
+                done.repairs.append({"text": done.text, "error": error, "repair_prompt": request})
                 messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started
         return done
