@@ -11,7 +11,8 @@ loaded tables, so a test can check it on a scripted sweep.
     study.rules_out(paired_rows)               # the smallest difference each comparison could detect
     study.turning_points(tables)               # a debate that fixed a wrong vote, one that broke a right one
     study.conclusion(...)                      # the report's last paragraph, written from the numbers
-    study.provenance(tables, labels)           # per run: status, items, when, the commits that wrote it
+    study.provenance(tables, labels)           # per run: status, items, when, the commits that wrote it,
+                                               # and the model work it took (calls, tokens, busy hours)
 """
 
 from __future__ import annotations
@@ -38,10 +39,43 @@ def load(sweep_dir: Path | str) -> tuple[analysis.Tables, dict[str, str]]:
 def provenance(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     """One row per run: its label, status, items, model, when it began and finished, and the commits
     of the code that wrote it (the one that began it, then each `--resume`'s), so that a study run
-    over several sessions says which code made which part."""
-    runs = tables.runs.assign(config=tables.runs["run_id"].map(labels))
-    columns = ["config", "status", "items", "model", "created", "finished", "commits"]
+    over several sessions says which code made which part, and the model work it took (`compute`)."""
+    runs = tables.runs.assign(config=tables.runs["run_id"].map(labels)).merge(compute(tables), on="run_id", how="left")
+    columns = ["config", "status", "items", "model", "created", "finished", "commits", *COMPUTE]
     return runs.reindex(columns=columns).sort_values("config", kind="stable").reset_index(drop=True)
+
+
+COMPUTE = ["calls_made", "tokens_generated", "busy_h"]
+
+
+def compute(tables: analysis.Tables) -> pd.DataFrame:
+    """Per run, the model work it took over all its sessions, from its call events: `calls_made`
+    (provider calls, repairs and retries included, none served from the response cache),
+    `tokens_generated` (their completion tokens) and `busy_h`, the hours in which at least one of
+    its calls was being answered (the union of the calls' spans: calls side by side count once, the
+    gaps between sessions not at all). A run replayed from the cache adds nothing to any of them."""
+    calls = tables.turns
+    if calls.empty or not {"run_id", "cache_hit", "ts", "latency_s"} <= set(calls):
+        return pd.DataFrame(columns=["run_id", *COMPUTE])
+    made = calls[~calls["cache_hit"].astype(bool)]
+    rows = []
+    for run_id in tables.runs["run_id"]:
+        mine = made[made["run_id"] == run_id]
+        spans = zip(mine["ts"] - mine["latency_s"], mine["ts"])
+        rows.append({"run_id": run_id, "calls_made": int(mine["calls"].sum()),
+                     "tokens_generated": int(mine["completion_tokens"].sum()),
+                     "busy_h": busy_seconds(spans) / 3600})
+    return pd.DataFrame(rows, columns=["run_id", *COMPUTE])
+
+
+def busy_seconds(spans) -> float:
+    """Seconds covered by at least one of the (start, end) spans: overlapping spans count once."""
+    total, reach = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        if end > reach:
+            total += end - max(start, reach)
+            reach = end
+    return total
 
 
 def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -118,7 +119,29 @@ def test_provenance_names_each_runs_commits_including_its_resumes(sweep_dir):
     rows = study.provenance(*study.load(sweep_dir)).set_index("config")
     assert rows.loc["society_of_mind", "commits"] == "aaaaaaa bbbbbbb"  # in order, each once
     assert rows.loc["single", "status"] == "complete" and rows.loc["single", "items"] == 4
-    assert list(rows.columns) == ["status", "items", "model", "created", "finished", "commits"]
+    assert list(rows.columns) == ["status", "items", "model", "created", "finished", "commits",
+                                  "calls_made", "tokens_generated", "busy_h"]
+    # 4 items x 3 agents x 2 rounds, less agent 1's round-1 replies, which single's run had made (cache)
+    assert rows.loc["single", "calls_made"] == 4 and rows.loc["society_of_mind", "calls_made"] == 4 * 3 * 2 - 4
+
+
+def test_compute_counts_only_calls_made_and_the_time_some_call_was_running(sweep_dir):
+    tables, labels = study.load(sweep_dir)
+    run_id = tables.runs.set_index("path").loc[str(sweep_dir / "single"), "run_id"]
+    turns = tables.turns[tables.turns["run_id"] == run_id].copy()
+    # four calls of single: two side by side (0-10 s, 5-15 s), one alone (100-130 s), one from the cache
+    turns["ts"], turns["latency_s"] = [10.0, 15.0, 130.0, 200.0], [10.0, 10.0, 30.0, 0.01]
+    turns["cache_hit"] = [False, False, False, True]
+    turns["calls"], turns["completion_tokens"] = [1, 2, 1, 1], [100, 50, 70, 999]
+    row = study.compute(dataclasses.replace(tables, turns=turns)).set_index("run_id").loc[run_id]
+    assert row["calls_made"] == 4 and row["tokens_generated"] == 220
+    assert row["busy_h"] == pytest.approx((15 + 30) / 3600)
+
+
+def test_busy_seconds_counts_overlaps_once():
+    assert study.busy_seconds([]) == 0
+    assert study.busy_seconds([(0, 10), (5, 15), (2, 3), (20, 25)]) == 20
+    assert study.busy_seconds([(20, 25), (0, 10)]) == 15
 
 
 def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_new_call(tmp_path):
