@@ -6,6 +6,9 @@ command exits 143 instead of 130. `stop_process_tree` ends worker processes and 
 started (a sweep point's Jupyter kernel runs in its own session, out of reach of the terminal's
 Ctrl-C), so that no process is left behind.
 
+`kill -USR1 PID` makes a command print every thread's stack to its stderr and go on, to see where
+one that will not stop (or will not progress) is waiting.
+
 Draining is the gentle stop: `DRAIN_FILE` in a run's folder (or in the sweep folder above it) makes
 the run start no new debate and end, once the debates it started finish, with `Drained`.
 """
@@ -13,8 +16,10 @@ the run start no new debate and end, once the debates it started finish, with `D
 from __future__ import annotations
 
 import asyncio
+import faulthandler
 import os
 import signal
+import sys
 import threading
 import time
 from pathlib import Path
@@ -46,9 +51,20 @@ def on_sigterm(signum, frame) -> None:
 
 
 def install() -> None:
-    """Handle SIGTERM like SIGINT (only the main thread can: elsewhere this does nothing)."""
+    """Handle SIGTERM like SIGINT, and dump every thread's stack to stderr on SIGUSR1 (only the main
+    thread can: elsewhere this does nothing)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_sigterm)
+        if hasattr(signal, "SIGUSR1") and sys.stderr is not None and _has_fileno(sys.stderr):
+            faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+
+
+def _has_fileno(stream) -> bool:
+    try:
+        stream.fileno()
+    except (AttributeError, OSError, ValueError):  # pytest's captured streams have none
+        return False
+    return True
 
 
 class SigtermCancels:

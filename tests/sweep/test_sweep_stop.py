@@ -60,6 +60,10 @@ def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, s
             assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
             time.sleep(0.05)
         tree = descendants(proc.pid)
+        if executor == "local":  # first ask where it waits: the stacks go to stderr and it runs on
+            proc.send_signal(signal.SIGUSR1)
+            time.sleep(1)
+            assert proc.poll() is None
         if how == "SIGTERM":
             proc.send_signal(signal.SIGTERM)
         else:  # a terminal's Ctrl-C goes to the whole foreground process group
@@ -72,6 +76,8 @@ def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, s
     lines = [line for line in err.splitlines() if line.strip()]
     assert lines[-1].startswith("debatekit: sweep stopped") and "same `debatekit sweep` command" in lines[-1]
     assert "--resume" not in err and "Traceback" not in err, err[-2000:]
+    if executor == "local":
+        assert "most recent call first" in err and "in as_completed" in err, err[-2000:]
     deadline = time.monotonic() + 20  # a killed process takes a moment to be gone from /proc
     while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
         time.sleep(0.05)
