@@ -7,7 +7,8 @@ started (a sweep point's Jupyter kernel runs in its own session, out of reach of
 Ctrl-C), so that no process is left behind.
 
 `kill -USR1 PID` makes a command print every thread's stack to its stderr and go on, to see where
-one that will not stop (or will not progress) is waiting.
+one that will not stop (or will not progress) is waiting. Only the command's own process has the
+handler: its workers and kernels would end on SIGUSR1, so signal its PID, not its process group.
 
 Draining is the gentle stop: `DRAIN_FILE` in a run's folder (or in the sweep folder above it) makes
 the run start no new debate and end, once the debates it started finish, with `Drained`.
@@ -55,14 +56,14 @@ def install() -> None:
     thread can: elsewhere this does nothing)."""
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, on_sigterm)
-        if hasattr(signal, "SIGUSR1") and sys.stderr is not None and _has_fileno(sys.stderr):
-            faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
+        if hasattr(signal, "SIGUSR1") and _has_fileno(sys.__stderr__):  # the process's own fd 2, never a
+            faulthandler.register(signal.SIGUSR1, file=sys.__stderr__, all_threads=True)  # capture's file
 
 
 def _has_fileno(stream) -> bool:
     try:
         stream.fileno()
-    except (AttributeError, OSError, ValueError):  # pytest's captured streams have none
+    except (AttributeError, OSError, ValueError):  # None (no console), or a stream without a file
         return False
     return True
 

@@ -40,7 +40,8 @@ def provenance(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     """One row per run: its label, status, items, model, when it began and finished, and the commits
     of the code that wrote it (the one that began it, then each `--resume`'s), so that a study run
     over several sessions says which code made which part, and the model work it took (`compute`)."""
-    runs = tables.runs.assign(config=tables.runs["run_id"].map(labels)).merge(compute(tables), on="run_id", how="left")
+    runs = tables.runs.assign(config=tables.runs["run_id"].map(labels)).merge(compute(tables), on="run_id", how="left",
+                                                                            validate="many_to_one")
     columns = ["config", "status", "items", "model", "created", "finished", "commits", *COMPUTE]
     return runs.reindex(columns=columns).sort_values("config", kind="stable").reset_index(drop=True)
 
@@ -52,19 +53,23 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
     """Per run, the model work it took over all its sessions, from its call events: `calls_made`
     (provider calls, repairs and retries included, none served from the response cache),
     `tokens_generated` (their completion tokens) and `busy_h`, the hours in which at least one of
-    its calls was being answered (the union of the calls' spans: calls side by side count once, the
-    gaps between sessions not at all). A run replayed from the cache adds nothing to any of them."""
+    its calls was in flight, each from its start (waiting for a slot included) to its reply: the
+    union of the calls' spans, so calls side by side count once and the gaps between sessions not
+    at all. A run replayed from the cache adds nothing. Summed over runs that ran side by side,
+    `busy_h` counts their overlap twice (`busy_seconds` over all their spans does not). A call the
+    engine gave up on at its time limit is recorded without its attempts or time, so it adds none."""
     calls = tables.turns
-    if calls.empty or not {"run_id", "cache_hit", "ts", "latency_s"} <= set(calls):
+    needed = {"run_id", "cache_hit", "ts", "latency_s", "calls", "completion_tokens"}
+    if calls.empty or not needed <= set(calls):
         return pd.DataFrame(columns=["run_id", *COMPUTE])
-    made = calls[~calls["cache_hit"].astype(bool)]
+    made = calls[~calls["cache_hit"].eq(True)]
     rows = []
-    for run_id in tables.runs["run_id"]:
+    for run_id in tables.runs["run_id"].unique():
         mine = made[made["run_id"] == run_id]
-        spans = zip(mine["ts"] - mine["latency_s"], mine["ts"])
+        timed = mine.dropna(subset=["ts", "latency_s"])
         rows.append({"run_id": run_id, "calls_made": int(mine["calls"].sum()),
                      "tokens_generated": int(mine["completion_tokens"].sum()),
-                     "busy_h": busy_seconds(spans) / 3600})
+                     "busy_h": busy_seconds(zip(timed["ts"] - timed["latency_s"], timed["ts"])) / 3600})
     return pd.DataFrame(rows, columns=["run_id", *COMPUTE])
 
 

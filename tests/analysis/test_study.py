@@ -131,7 +131,7 @@ def test_compute_counts_only_calls_made_and_the_time_some_call_was_running(sweep
     turns = tables.turns[tables.turns["run_id"] == run_id].copy()
     # four calls of single: two side by side (0-10 s, 5-15 s), one alone (100-130 s), one from the cache
     turns["ts"], turns["latency_s"] = [10.0, 15.0, 130.0, 200.0], [10.0, 10.0, 30.0, 0.01]
-    turns["cache_hit"] = [False, False, False, True]
+    turns["cache_hit"] = [False, None, False, True]  # unknown (None) counts as made
     turns["calls"], turns["completion_tokens"] = [1, 2, 1, 1], [100, 50, 70, 999]
     row = study.compute(dataclasses.replace(tables, turns=turns)).set_index("run_id").loc[run_id]
     assert row["calls_made"] == 4 and row["tokens_generated"] == 220
