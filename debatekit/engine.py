@@ -206,7 +206,7 @@ class Debate:
             latency_s=round(c.latency, 4),
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
             retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time(),
-            messages=list(ask.messages), repairs=c.repairs))
+            messages=list(ask.messages), repairs=c.repairs, replies=c.replies))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
 
     def write(self, name: str, data: BaseModel | dict) -> Path | None:

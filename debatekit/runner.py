@@ -25,7 +25,7 @@ from debatekit.analysis import summarize
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
 from debatekit.models import shared_engine
-from debatekit.models.cache import ResponseCache
+from debatekit.models.cache import ResponseCache, replies_in
 from debatekit.models.credentials import model_options_public
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
@@ -98,7 +98,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
-        record = _open_record(folder, config, info, resume, spec.source)
+        record = _open_record(folder, config, info, resume, spec.source, cache)
     except BaseException:
         folder.close()
         if cache is not None:
@@ -307,7 +307,8 @@ async def _cancel(tasks: list[asyncio.Future]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
-def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None) -> RunRecord:
+def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None,
+                 cache: ResponseCache | None = None) -> RunRecord:
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
@@ -320,11 +321,15 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
                                  f"({_config_diff(record, config)})")
         if record.dataset.sha256 != info.sha256:
             raise RunFolderError(f"cannot resume {folder.path}: dataset {info.path} changed since the run began")
-        folder.prune_unfinished()
+        cut_off = folder.prune_unfinished()
+        # the replies those debates received go back to a cache that lost them (another machine):
+        # their items run again from the start and ask the model only where it had not answered
+        restored = cache.restore(pair for event in cut_off for pair in replies_in(event)) if cache is not None else 0
         record.status, record.reason = "running", None
         record.protocol_source = source
         record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
-                               "answered": sum(d.answered for d in folder.debates()), "limit": config.limit})
+                               "answered": sum(d.answered for d in folder.debates()), "limit": config.limit,
+                               "restored_replies": restored})
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),

@@ -207,3 +207,76 @@ def test_a_drain_file_in_the_folder_above_drains_a_sweeps_point(tmp_path, arithm
     with pytest.raises(Drained, match=r"3 item\(s\)"):
         run(config(arithmetic_file, model, cache=False), tmp_path / "point", progress=False)
     assert (tmp_path / DRAIN_FILE).exists()  # the sweep's request, for the sweep to clear
+
+
+def _cut_off(folder, keep: int) -> None:
+    """Leave the first `keep` debate records, as if a stop had cut off the debates after them."""
+    path = folder / "debates.jsonl"
+    path.write_text("".join(path.read_text().splitlines(keepends=True)[:keep]))
+
+
+def test_a_resume_on_a_machine_without_the_cache_restores_the_replies_of_cut_off_debates(
+        tmp_path, arithmetic_file, model_from, monkeypatch):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or answer(req.params["seed"] % 7))
+    first = run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+    before = {d.item_id: d.final_answer for d in first.debates}
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    cut = [e for e in events if e["item_id"] != "q1"]
+    assert all(len(e["replies"]) == 1 and e["replies"][0]["chars"] == len(e["text"]) for e in events)
+    _cut_off(tmp_path / "r", keep=1)
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "another-machine"))  # an empty cache
+    asked.clear()
+
+    resumed = run(config(arithmetic_file, model), tmp_path / "r", resume=True, progress=False)
+    assert asked == []  # every call of the two cut-off debates was answered from their own events
+    assert {d.item_id: d.final_answer for d in resumed.debates} == before
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["resumes"][-1]["restored_replies"] == len(cut) > 0
+    again = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert len(again) == len(events)  # each call counted once: the cut-off events were pruned, then rerun
+    assert sorted(e["text"] for e in again if e["item_id"] != "q1") == sorted(e["text"] for e in cut)
+    assert all(e["cache_hit"] for e in again if e["item_id"] != "q1")
+
+
+def test_restored_replies_include_the_repaired_ones(tmp_path, arithmetic_file, model_from, monkeypatch):
+    asked = []
+
+    def reply(req):
+        asked.append(req.item_id)
+        repairing = "could not be used" in req.messages[-1]["content"]
+        return answer(10) if repairing or req.item_id != "q2" else "no JSON here"
+
+    model = model_from(reply)
+    run(config(arithmetic_file, model, limit=2), tmp_path / "r", progress=False)
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    repaired = [e for e in events if e["repairs"]]
+    assert repaired and all(len(e["replies"]) == 2 for e in repaired)
+    _cut_off(tmp_path / "r", keep=1)
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "another-machine"))
+    asked.clear()
+    resumed = run(config(arithmetic_file, model, limit=2), tmp_path / "r", resume=True, progress=False)
+    again = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert asked == [] and all(e["cache_hit"] for e in again if e["item_id"] == "q2")
+    assert resumed.summary["parse_failures"] == sum(e["parse_failures"] for e in events) > 0
+
+
+def test_a_resume_restores_nothing_the_cache_already_holds_and_nothing_from_runs_recorded_before(
+        tmp_path, arithmetic_file, model_from, monkeypatch):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or answer(1))
+    run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+    _cut_off(tmp_path / "r", keep=1)
+    run(config(arithmetic_file, model), tmp_path / "r", resume=True, progress=False)
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["resumes"][-1]["restored_replies"] == 0  # the same machine's cache held them all
+
+    path = tmp_path / "r" / "events.jsonl"  # as written before replies were kept
+    path.write_text("".join(json.dumps({k: v for k, v in json.loads(line).items() if k != "replies"}) + "\n"
+                            for line in path.read_text().splitlines()))
+    _cut_off(tmp_path / "r", keep=1)
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "another-machine"))
+    asked.clear()
+    run(config(arithmetic_file, model), tmp_path / "r", resume=True, progress=False)
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert record["resumes"][-1]["restored_replies"] == 0 and set(asked) == {"q2", "q3"}

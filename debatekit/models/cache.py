@@ -3,6 +3,10 @@
 One sqlite file in WAL mode, so several processes of a sweep can share it. A key is the
 sha256 of the model, the messages, the sampling parameters and the output schema.
 
+Each call event keeps, per reply, its key and usage (`reply_record`), so that a resume on a machine
+whose cache lost them (another machine, a deleted cache) puts the replies of the debates a stop cut
+off back in (`replies_in`, `ResponseCache.restore`) instead of asking the model again.
+
 A damaged file (truncated, overwritten) is found when the cache opens: it is moved aside as
 `responses.sqlite.corrupt-<time>` with one warning and the run goes on with an empty cache. A
 read that fails later is a miss and a write that fails is skipped (one warning each), and so is a
@@ -33,6 +37,32 @@ def cache_key(model: str, messages: list[dict], params: dict, schema: dict | Non
     """Stable key of a request: anything that can change the reply is in it."""
     blob = json.dumps([model, messages, params, schema], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def reply_record(key: str, reply: dict) -> dict:
+    """What a call event keeps of one reply to restore it later: its cache key, the length of its
+    text (the event holds the text itself, cut to a maximum) and the rest of the reply."""
+    return {"key": key, "chars": len(reply["text"]), **{k: v for k, v in reply.items() if k != "text"}}
+
+
+def replies_in(event: dict) -> list[tuple[str, dict]]:
+    """The (key, reply) pairs a call event can give back to a response cache, in the order asked.
+
+    A call's replies are its repaired ones (`repairs`, each with its text) and then the last
+    (`text`); one whose text the event holds cut short, or that does not read as a reply, is left out.
+    """
+    texts = [repair.get("text") for repair in event.get("repairs") or []] + [event.get("text")]
+    pairs = []
+    for record, text in zip(event.get("replies") or [], texts):
+        if not isinstance(record, dict) or not isinstance(text, str) or record.get("chars") != len(text):
+            continue
+        reply = {k: v for k, v in record.items() if k not in ("key", "chars")} | {"text": text}
+        try:
+            CachedReply.model_validate(reply)
+        except ValidationError:
+            continue
+        pairs.append((record["key"], reply))
+    return pairs
 
 
 class CachedReply(BaseModel):
@@ -132,6 +162,15 @@ class ResponseCache:
                 self._db.commit()
         except sqlite3.Error as exc:
             self._warn_once("a write", str(exc))
+
+    def restore(self, pairs) -> int:
+        """Put back (key, reply) pairs (`replies_in`) the cache does not hold; returns how many."""
+        restored = 0
+        for key, reply in pairs:
+            if self.get(key) is None:
+                self.put(key, reply)
+                restored += 1
+        return restored
 
     def __len__(self) -> int:
         with self._lock:

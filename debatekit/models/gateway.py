@@ -37,7 +37,7 @@ from pydantic import BaseModel, ValidationError
 
 from debatekit._base.validation import first_error
 from debatekit.models import credentials, repetition
-from debatekit.models.cache import ResponseCache, cache_key
+from debatekit.models.cache import ResponseCache, cache_key, reply_record
 from debatekit.models.credentials import redact
 from debatekit.models.errors import ProviderFault, classify, retry_after
 from debatekit.models.kinds import default_model, policy
@@ -121,6 +121,8 @@ class Completion:
     error_kind: str | None = None
     repairs: list[dict] = field(default_factory=list)
     """Each reply that could not be read and was asked again: its text, the error and the repair prompt."""
+    replies: list[dict] = field(default_factory=list)
+    """Each reply received (from the cache too), in order: its cache key and usage (`reply_record`)."""
 
     @property
     def ok(self) -> bool:
@@ -300,6 +302,7 @@ class Gateway:
             self.stats["cache_hits"] += 1
             self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
             _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
+            done.replies.append(reply_record(key, hit))
             return hit
         litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
         health = self._health.setdefault(model, _Health())
@@ -326,6 +329,7 @@ class Gateway:
                     raise ProviderFault("empty", "the model returned an empty reply")
                 if self.cache is not None:
                     self.cache.put(key, reply)
+                done.replies.append(reply_record(key, reply))
                 return reply
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and recorded
                 kind, message = classify(exc)

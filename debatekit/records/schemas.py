@@ -107,6 +107,10 @@ class CallEvent(BaseModel):
     repairs: list[dict] = []
     """Replies that could not be read and were asked again, in order: each its `text`, the `error` and
     the `repair_prompt` that followed it (`text` above is the last reply). Empty in runs recorded before."""
+    replies: list[dict] = []
+    """Each reply the call received, in order (the repaired ones, then the last): its response-cache
+    `key`, the length of its text (`chars`) and its usage, so that a resume restores the replies of
+    debates a stop cut off to a cache that lost them. Empty in runs recorded before."""
 
 
 class RoundRecord(BaseModel):

@@ -318,25 +318,28 @@ class RunFolder:
         """The debate ids of every debate record, superseded ones too: a debate not among them never finished."""
         return {row.get("debate_id") for row in read_jsonl(self.path / DEBATES_FILE)}
 
-    def prune_unfinished(self) -> int:
+    def prune_unfinished(self) -> list[dict]:
         """Drop the events of debates that never finished (cut off by a stop), before a resume
-        re-runs their items, so that every call is counted once. Returns how many were dropped."""
+        re-runs their items, so that every call is counted once. Returns the dropped events that
+        still read as JSON objects (a torn or garbled line is dropped too, and not returned)."""
         finished = self.recorded_debate_ids()
-        dropped = 0
+        dropped = []
         for path in _event_files(self.path):
             kept, cut = [], 0
             for line in _lines_of(path):
                 try:
-                    keep = line.endswith("\n") and json.loads(line).get("debate_id") in finished
+                    row = json.loads(line) if line.endswith("\n") else None
+                    keep = row is not None and row.get("debate_id") in finished
                 except (json.JSONDecodeError, AttributeError):
-                    keep = False
+                    row, keep = None, False
                 if keep:
                     kept.append(line)
-                else:
-                    cut += 1
+                    continue
+                cut += 1
+                if isinstance(row, dict):
+                    dropped.append(row)
             if cut:
                 _rewrite(path, kept)
-            dropped += cut
         return dropped
 
     def events(self) -> list[dict]:

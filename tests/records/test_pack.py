@@ -88,7 +88,7 @@ def test_pruning_drops_unfinished_debates_from_the_packed_file_too(finished):
     with open(out / "events.jsonl", "a") as f:  # and one more after the pack
         f.write(json.dumps({"debate_id": "cut-off-too", "item_id": "q9"}) + "\n")
 
-    assert RunFolder(out).prune_unfinished() == 2
+    assert len(RunFolder(out).prune_unfinished()) == 2
     ids = Counter(e["debate_id"] for e in RunFolder(out).events())
     assert "cut-off" not in ids and "cut-off-too" not in ids and len(ids) == 3
 
