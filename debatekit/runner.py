@@ -110,6 +110,10 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     # degraded: answered although some of its calls failed; retried, it keeps its record unless the retry answers
     again = {key: d for key, d in finished.items() if d.status == "degraded"} if retry_degraded else {}
     done = {key for key, d in finished.items() if d.answered and key not in again}
+    if again and cache is not None:  # their answered calls, from their events: a cache that lost them asks no model
+        retried = {d.debate_id for d in again.values()}
+        record.resumes[-1]["restored_replies"] += cache.restore(
+            pair for event in folder.events() if event.get("debate_id") in retried for pair in replies_in(event))
     todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
 
     own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)

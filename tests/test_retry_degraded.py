@@ -102,3 +102,21 @@ def test_retry_degraded_without_resume_is_one_clear_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.startswith("debatekit: error:") and "--retry-degraded needs --resume" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "run").exists()
+
+
+def test_a_retry_on_a_machine_without_the_cache_still_asks_only_for_the_failed_call(
+        tmp_path, arithmetic_file, monkeypatch):
+    asked, broken = Counter(), {"on": True}
+    model = flaky_last_round("flaky-round2-fresh", asked, broken)
+    config = RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model,
+                       params={"agents": 3, "rounds": 2, "stop_on_agreement": False})
+    out = tmp_path / "run"
+    run(config, out, progress=False)
+    broken["on"] = False
+    asked.clear()
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "another-machine"))  # an empty cache
+    again = run(config, out, resume=True, retry_degraded=True, progress=False)
+    assert asked == Counter({("q2", "agent1", 2): 1})  # the other five came back from the debate's events
+    assert again.summary["degraded"] == 0
+    record = json.loads((out / "run.json").read_text())
+    assert record["resumes"][-1]["restored_replies"] == 5
