@@ -14,7 +14,10 @@ hits left out) over that stretch's span; `hours left` the items still to run at 
 A point not started, or one whose last session made no call, has no estimate (NaN).
 `state` is the run's status; `N unfinished` after it counts the debates that made calls and have no
 record yet: in flight while a run goes on (what a drain waits for), cut off if it was killed (a
-resume runs them again, their calls served from that machine's response cache).
+resume runs them again, their answered calls served from the response cache, which the resume
+fills from their events where it lacks them). `tok/item` counts finished debates only, and the
+first to finish are often the cheap ones (agreement in round 1), so early in a point `hours left`
+is low.
 `debatekit study GRID --status` prints it without running anything.
 """
 
