@@ -22,6 +22,7 @@ from typing import Any, Callable
 from debatekit import __version__, datasets, registry
 from debatekit._base.signals import DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason
 from debatekit.analysis import summarize
+from debatekit.analysis.study import work_of
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
 from debatekit.models import shared_engine
@@ -333,7 +334,8 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
         record.protocol_source = source
         record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                                "answered": sum(d.answered for d in folder.debates()), "limit": config.limit,
-                               "restored_replies": restored})
+                               "restored_replies": restored,
+                               "cut_off_work": work_of(cut_off, folder.events())})
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),

@@ -280,3 +280,25 @@ def test_a_resume_restores_nothing_the_cache_already_holds_and_nothing_from_runs
     run(config(arithmetic_file, model), tmp_path / "r", resume=True, progress=False)
     record = json.loads((tmp_path / "r" / "run.json").read_text())
     assert record["resumes"][-1]["restored_replies"] == 0 and set(asked) == {"q2", "q3"}
+
+
+def test_the_work_of_cut_off_debates_still_counts_in_the_runs_compute(tmp_path, arithmetic_file, model_from):
+    from debatekit.analysis import load_runs
+    from debatekit.analysis.study import compute
+
+    model = model_from(lambda req: answer(req.params["seed"] % 7))
+    first = run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+    whole = compute(load_runs([tmp_path / "r"])).iloc[0]
+    assert whole["calls_made"] == first.summary["provider_calls"] > 0
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    cut = [e for e in events if e["item_id"] != "q1"]
+    _cut_off(tmp_path / "r", keep=1)
+    run(config(arithmetic_file, model), tmp_path / "r", resume=True, progress=False)  # replayed: cache hits
+
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    work = record["resumes"][-1]["cut_off_work"]
+    assert work["calls"] == len(cut) and work["tokens"] == sum(e["completion_tokens"] for e in cut)
+    assert 0 <= work["busy_s"] <= sum(e["latency_s"] for e in cut)
+    after = compute(load_runs([tmp_path / "r"])).iloc[0]
+    assert after["calls_made"] == whole["calls_made"] and after["tokens_generated"] == whole["tokens_generated"]
+    assert after["busy_h"] == pytest.approx(whole["busy_h"], abs=1e-6)  # busy_s is kept to the millisecond

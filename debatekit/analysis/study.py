@@ -47,6 +47,8 @@ def provenance(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
 
 
 COMPUTE = ["calls_made", "tokens_generated", "busy_h"]
+CUT_OFF = ["cut_off_calls", "cut_off_tokens", "cut_off_busy_s"]
+"""Columns of `load_runs(...).runs`: the work of the debates stops cut off, summed over the run's resumes."""
 
 
 def compute(tables: analysis.Tables) -> pd.DataFrame:
@@ -55,7 +57,9 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
     `tokens_generated` (their completion tokens) and `busy_h`, the hours in which at least one of
     its calls was in flight, each from its start (waiting for a slot included) to its reply: the
     union of the calls' spans, so calls side by side count once and the gaps between sessions not
-    at all. A run replayed from the cache adds nothing. Summed over runs that ran side by side,
+    at all. The calls of debates a stop cut off count too: a resume drops their events and records
+    their work (`work_of`), and their replay from the cache is a cache hit. A run replayed from the
+    cache adds nothing. Summed over runs that ran side by side,
     `busy_h` counts their overlap twice (`busy_seconds` over all their spans does not). A call the
     engine gave up on at its time limit is recorded without its attempts or time, so it adds none."""
     calls = tables.turns
@@ -63,13 +67,16 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
     if calls.empty or not needed <= set(calls):
         return pd.DataFrame(columns=["run_id", *COMPUTE])
     made = calls[~calls["cache_hit"].eq(True)]
+    cut = tables.runs.set_index("run_id").reindex(columns=CUT_OFF).fillna(0)
     rows = []
     for run_id in tables.runs["run_id"].unique():
         mine = made[made["run_id"] == run_id]
         timed = mine.dropna(subset=["ts", "latency_s"])
-        rows.append({"run_id": run_id, "calls_made": int(mine["calls"].sum()),
-                     "tokens_generated": int(mine["completion_tokens"].sum()),
-                     "busy_h": busy_seconds(zip(timed["ts"] - timed["latency_s"], timed["ts"])) / 3600})
+        dropped = cut.loc[run_id] if run_id in cut.index else pd.Series(0, index=CUT_OFF)
+        rows.append({"run_id": run_id, "calls_made": int(mine["calls"].sum() + dropped["cut_off_calls"]),
+                     "tokens_generated": int(mine["completion_tokens"].sum() + dropped["cut_off_tokens"]),
+                     "busy_h": (busy_seconds(zip(timed["ts"] - timed["latency_s"], timed["ts"]))
+                                + dropped["cut_off_busy_s"]) / 3600})
     return pd.DataFrame(rows, columns=["run_id", *COMPUTE])
 
 
@@ -81,6 +88,22 @@ def busy_seconds(spans) -> float:
             total += end - max(start, reach)
             reach = end
     return total
+
+
+def work_of(dropped: list[dict], kept: list[dict]) -> dict:
+    """The model work of the `dropped` call events, cache hits left out: `calls` (attempts and
+    repairs included), completion `tokens`, and `busy_s`, the seconds their calls were in flight
+    that no `kept` call's were. A resume records it for the events of the debates a stop cut off
+    (`run.json` `resumes`, `cut_off_work`), which it drops so that each call is counted once in
+    the tables; `compute` adds it back."""
+    def spans(events):
+        return [(e["ts"] - (e.get("latency_s") or 0.0), e["ts"]) for e in events
+                if not e.get("cache_hit") and isinstance(e.get("ts"), (int, float))]
+
+    made = [e for e in dropped if not e.get("cache_hit")]
+    both, alone = busy_seconds(spans(dropped) + spans(kept)), busy_seconds(spans(kept))
+    return {"calls": sum(int(e.get("calls") or 0) for e in made),
+            "tokens": sum(int(e.get("completion_tokens") or 0) for e in made), "busy_s": round(both - alone, 3)}
 
 
 def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:

@@ -111,6 +111,7 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
                    "dataset": record.dataset.name, "model": record.model, "config_hash": record.config_hash,
                    "seed": record.config.seed, "status": record.status, "created": record.created,
                    "finished": record.finished, "commits": _commits(record),
+                   **_cut_off_work(record),
                    **{f"param_{k}": v for k, v in record.config.params.items()},
                    **{k: v for k, v in record.summary.items() if not isinstance(v, (dict, list))}}
         runs.append(run_row)
@@ -120,6 +121,12 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
         turns.extend(folder.events())
     calls = _turns_frame(turns)
     return Tables(pd.DataFrame(runs), pd.DataFrame(debates), _with_models(pd.DataFrame(rounds), calls), calls)
+
+
+def _cut_off_work(record) -> dict:
+    """The model work of the debates stops cut off (dropped from the events by each resume), summed."""
+    works = [r["cut_off_work"] for r in record.resumes if isinstance(r.get("cut_off_work"), dict)]
+    return {f"cut_off_{key}": sum(w.get(key) or 0 for w in works) for key in ("calls", "tokens", "busy_s")}
 
 
 def _commits(record) -> str:
