@@ -335,7 +335,7 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
         record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                                "answered": sum(d.answered for d in folder.debates()), "limit": config.limit,
                                "restored_replies": restored,
-                               "cut_off_work": work_of(cut_off, folder.events())})
+                               "cut_off_work": work_of(cut_off, folder.events() if cut_off else [])})
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),

@@ -67,12 +67,12 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
     if calls.empty or not needed <= set(calls):
         return pd.DataFrame(columns=["run_id", *COMPUTE])
     made = calls[~calls["cache_hit"].eq(True)]
-    cut = tables.runs.set_index("run_id").reindex(columns=CUT_OFF).fillna(0)
+    cut = tables.runs.drop_duplicates("run_id").set_index("run_id").reindex(columns=CUT_OFF).fillna(0)
     rows = []
     for run_id in tables.runs["run_id"].unique():
         mine = made[made["run_id"] == run_id]
         timed = mine.dropna(subset=["ts", "latency_s"])
-        dropped = cut.loc[run_id] if run_id in cut.index else pd.Series(0, index=CUT_OFF)
+        dropped = cut.loc[run_id]
         rows.append({"run_id": run_id, "calls_made": int(mine["calls"].sum() + dropped["cut_off_calls"]),
                      "tokens_generated": int(mine["completion_tokens"].sum() + dropped["cut_off_tokens"]),
                      "busy_h": (busy_seconds(zip(timed["ts"] - timed["latency_s"], timed["ts"]))
