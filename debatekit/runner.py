@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 from debatekit import __version__, datasets, registry
-from debatekit._base.signals import DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason
+from debatekit._base.signals import (DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason,
+                                     wait_stopping)
 from debatekit.analysis import summarize
 from debatekit.analysis.study import work_of
 from debatekit.datasets.voting import answers_equal
@@ -200,7 +201,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
 
 
 def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunResult:
-    """Run a protocol over a dataset (blocking; also works inside Jupyter's running loop).
+    """Run a protocol over a dataset (blocking; also works inside Jupyter's running loop, where
+    the kernel's interrupt stops the run as Ctrl-C stops a command).
 
     Args:
         config: what to run.
@@ -222,16 +224,19 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunR
     except RuntimeError:
         return asyncio.run(arun(config, out, **kwargs))
     box: dict[str, Any] = {}  # a loop is running (Jupyter): run in a thread with its own loop
+    done = threading.Event()
 
     def target():
         try:
             box["result"] = asyncio.run(arun(config, out, **kwargs))
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
             box["error"] = exc
+        finally:
+            done.set()
 
-    thread = threading.Thread(target=target)
+    thread = threading.Thread(target=target, name="debatekit-run")
     thread.start()
-    thread.join()
+    wait_stopping(thread, done)  # Ctrl-C or SIGTERM stops the run in the thread too, not only the wait
     if "error" in box:
         raise box["error"]
     return box["result"]

@@ -1,9 +1,15 @@
+import asyncio
 import json
+import os
+import signal
+import threading
 
 import pytest
 
 from debatekit import registry
+from debatekit._base.signals import Terminated
 from debatekit.engine import Outcome
+from debatekit.models import scripted
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolderError
 from debatekit.runner import run
@@ -302,3 +308,33 @@ def test_the_work_of_cut_off_debates_still_counts_in_the_runs_compute(tmp_path, 
     after = compute(load_runs([tmp_path / "r"])).iloc[0]
     assert after["calls_made"] == whole["calls_made"] and after["tokens_generated"] == whole["tokens_generated"]
     assert after["busy_h"] == pytest.approx(whole["busy_h"], abs=1e-6)  # busy_s is kept to the millisecond
+
+
+@pytest.mark.parametrize("sig, raised, reason", [(signal.SIGTERM, Terminated, "stopped by SIGTERM"),
+                                                  (signal.SIGINT, KeyboardInterrupt, "stopped by SIGINT (Ctrl-C)")])
+def test_a_signal_while_a_notebook_waits_stops_the_run_in_its_thread_and_says_why(
+        tmp_path, arithmetic_file, model_from, sig, raised, reason):
+    """In Jupyter, run() waits for a thread that runs the debates: a kernel interrupt (SIGINT) or a
+    sweep ending a point's kernel (SIGTERM) must stop those debates and mark run.json, not leave
+    them running behind the notebook or the record saying "running"."""
+    asked = threading.Event()
+    model = model_from(lambda req: asked.set() or scripted.Delayed(600, answer(1)))
+    before = signal.getsignal(signal.SIGTERM)
+
+    def send_when_asked():
+        assert asked.wait(60)
+        os.kill(os.getpid(), sig)
+
+    async def cell():  # a notebook cell: an event loop is running in this (the main) thread
+        return run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+
+    threading.Thread(target=send_when_asked, daemon=True).start()
+    loop = asyncio.new_event_loop()  # as a kernel's: asyncio.run would take Ctrl-C for itself
+    with pytest.raises(raised) as stopped:
+        loop.run_until_complete(cell())
+    loop.close()
+    assert isinstance(stopped.value, Terminated) == (sig == signal.SIGTERM)
+    record = json.loads((tmp_path / "r" / "run.json").read_text())
+    assert (record["status"], record["reason"]) == ("interrupted", reason)
+    assert not [t for t in threading.enumerate() if t.name == "debatekit-run"]
+    assert signal.getsignal(signal.SIGTERM) is before

@@ -72,29 +72,85 @@ class SigtermCancels:
     """While a coroutine runs, SIGTERM cancels its task, as `asyncio.run` does on Ctrl-C (raising
     `Terminated` at an arbitrary point of the loop would leave tasks with unretrieved errors).
 
-    Outside the main thread (a notebook's run thread) it does nothing.
+    Outside the main thread (a notebook's run thread) no handler can be installed: the thread that
+    waits for the run passes its stop on with `relay`.
     """
 
     def __init__(self):
         self.fired = False
-        self._loop, self._task, self._previous = None, asyncio.current_task(), signal.getsignal(signal.SIGTERM)
+        self._task, self._loop, self._handled = asyncio.current_task(), None, False
+        self._previous = signal.getsignal(signal.SIGTERM)
         try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, self._fire)
             self._loop = asyncio.get_running_loop()
+            self._loop.add_signal_handler(signal.SIGTERM, self._fire)
+            self._handled = True
         except (ValueError, RuntimeError, NotImplementedError):
-            pass
+            if self._loop is not None:
+                _relays[threading.get_ident()] = self
 
     def _fire(self) -> None:
         self.fired = True
         if self._task is not None:
             self._task.cancel()
 
+    def stop(self, sigterm: bool) -> None:
+        """Cancel the task from another thread: as SIGTERM would (`fired`), or as Ctrl-C."""
+        if self._task is not None:
+            try:
+                self._loop.call_soon_threadsafe(self._fire if sigterm else self._task.cancel)
+            except RuntimeError:  # the loop closed meanwhile: the run is over
+                pass
+
     def close(self) -> None:
         """Give SIGTERM back to the handler it had before."""
-        if self._loop is not None:
+        _relays.pop(threading.get_ident(), None)
+        if self._handled:
             self._loop.remove_signal_handler(signal.SIGTERM)
             signal.signal(signal.SIGTERM, self._previous)
-            self._loop = None
+            self._handled = False
+
+
+_relays: dict[int, SigtermCancels] = {}
+"""The runs in threads other than the main one, by thread id: where `relay` finds them."""
+
+
+def relay(thread: threading.Thread, stop: KeyboardInterrupt) -> bool:
+    """Stop the run in `thread` as `stop` (Ctrl-C, or `Terminated`) stopped the thread waiting for
+    it; False when the thread runs none (yet, or any more)."""
+    cancels = _relays.get(thread.ident)
+    if cancels is not None:
+        cancels.stop(isinstance(stop, Terminated))
+    return cancels is not None
+
+
+def wait_stopping(thread: threading.Thread, done: threading.Event) -> None:
+    """Wait for `thread`, which runs a debatekit run and sets `done` as it ends, and stop the run if
+    Ctrl-C or SIGTERM arrives meanwhile (SIGTERM raises `Terminated` here while it waits, in the
+    main thread only): the run ends as it would in a command, its run.json saying why, and the
+    signal is raised again once the run is over. A Jupyter kernel's interrupt (SIGINT), or a sweep
+    ending a point's kernel (SIGTERM), so leaves no debate running behind the notebook and no
+    run.json saying "running".
+
+    It waits on `done`, not on `thread.join()`: before Python 3.13, a join cut short by a signal
+    can mark the thread stopped while it still runs.
+    """
+    main = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
+    stop, relayed = None, False
+    try:
+        while not done.is_set():
+            try:
+                done.wait(None if stop is None else 0.05)
+            except KeyboardInterrupt as exc:
+                stop = stop or exc
+            if stop is not None and not relayed:
+                relayed = relay(thread, stop)
+    finally:
+        if main:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)
+    thread.join()
+    if stop is not None:
+        raise stop
 
 
 def exit_status(exc: KeyboardInterrupt) -> int:

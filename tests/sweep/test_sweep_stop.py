@@ -89,6 +89,54 @@ def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, s
     assert len(complete) < 12  # queued points were cancelled, not drained
 
 
+STALL = """
+import asyncio
+
+from debatekit import protocol
+from debatekit.engine import Outcome
+
+
+@protocol("stall")
+def stall():
+    \"\"\"Waits far longer than any test: only a stop from outside ends it.\"\"\"
+
+    async def run(item, debate):
+        await asyncio.sleep(600)
+        return Outcome(final_answer=None)
+
+    return run
+"""
+
+
+def test_a_point_stopped_with_its_sweep_says_so_in_its_run_json(tmp_path):
+    """The sweep ends a running point's kernel with SIGTERM: the run inside it stops as a command's
+    would, and its run.json says interrupted and why, not "running"."""
+    (tmp_path / "stall.py").write_text(STALL)
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps({"parameters": {"dataset": "arithmetic", "limit": 2, "model": "scripted/schema"},
+                                "points": [{"protocol": "./stall.py:stall"}]}))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DEBATEKIT_CACHE_DIR=str(tmp_path / "cache"))
+    proc = subprocess.Popen([sys.executable, "-m", "debatekit.cli", "sweep", str(NOTEBOOK), "--grid", str(grid),
+                             "--out", str(out), "--quiet"], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not list(out.glob("*/run.json")):  # the point's run has begun
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-2000:]
+    (run_json,) = out.glob("*/run.json")
+    record = json.loads(run_json.read_text())
+    assert (record["status"], record["reason"]) == ("interrupted", "stopped by SIGTERM")
+    assert record["summary"]["items"] == 0
+
+
 @pytest.mark.parametrize("values, message", [
     ({"agents": ["three"]}, "parameter 'agents'"),
     ({"agentz": [2]}, "has no parameter 'agentz'"),
