@@ -7,17 +7,22 @@ A study on a local model runs for many sessions; each one should start by knowin
     single          100/100  0.60 [0.50, 0.69]  309       21.3   0.0         complete
     society_of_mind 37/100   0.51 [0.35, 0.68]  3,110     14.6   3.7         interrupted
 
-`items` counts finished items against the grid's limit; `tok/item` is the completion tokens
-of the finished debates per item; `tok/s` the completion tokens of the calls of the run's latest
+`items` counts finished items against the grid's limit; `tok/item` is the completion tokens a
+debate takes (`tokens_left`); `tok/s` the completion tokens of the calls of the run's latest
 stretch (`session_rate`: back from its last call to the first pause of over 15 minutes, cache
-hits left out) over that stretch's span; `hours left` the items still to run at those two figures.
+hits left out) over that stretch's span; `hours left` the tokens still to generate at that rate.
 A point not started, or one whose last session made no call, has no estimate (NaN).
 `state` is the run's status; `N unfinished` after it counts the debates that made calls and have no
 record yet: in flight while a run goes on (what a drain waits for), cut off if it was killed (a
 resume runs them again, their answered calls served from the response cache, which the resume
-fills from their events where it lacks them). `tok/item` counts finished debates only, and the
-first to finish are often the cheap ones (agreement in round 1), so early in a point `hours left`
-is low.
+fills from their events where it lacks them).
+
+The first debates to finish are the cheap ones (agreement in round 1, short answers), so the mean
+of the finished debates alone is low early in a point: on the study's reconcile point at 16 of 100
+it was 1,134 tokens, where counting its 29 unfinished debates as taking at least what they had
+spent gave 1,983. `tokens_left` therefore treats an unfinished debate's tokens so far as a
+right-censored observation (Kaplan-Meier, `scipy.stats.ecdf`), and prices each unfinished debate
+at what a debate that has come that far takes beyond it.
 `debatekit study GRID --status` prints it without running anything.
 """
 
@@ -27,6 +32,7 @@ import math
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from debatekit.analysis.paired import aligned
@@ -57,26 +63,66 @@ def _point_row(point, folder: Path) -> dict:
         return row
     run = RunFolder(folder)
     record = run.read_run()
-    summary = summarize(run.debates())  # as the run's own table counts: an unreadable answer is wrong
+    debates = run.debates()
+    summary = summarize(debates)  # as the run's own table counts: an unreadable answer is wrong
     row["done"], row["state"] = summary["items"], record.status
     if summary["accuracy"] is not None:
         row["accuracy"], (row["low"], row["high"]) = summary["accuracy"], summary["accuracy_ci"]
-    if summary["items"]:
-        row["tokens_per_item"] = summary["completion_tokens"] / summary["items"]
     events = run.events()
     row["tokens_per_s"] = session_rate(events, last_start(record))
-    unfinished = {e.get("debate_id") for e in events} - run.recorded_debate_ids() - {None}
+    recorded = run.recorded_debate_ids()
+    spent: dict[str, float] = {}
+    for e in events:
+        if e.get("debate_id") is not None and e["debate_id"] not in recorded:
+            spent[e["debate_id"]] = spent.get(e["debate_id"], 0) + (e.get("completion_tokens") or 0)
     left = max(0, row["limit"] - row["done"]) if row["limit"] is not None else math.nan
-    if left == 0 and not unfinished:
+    per_item = record.config.seeds  # debates an item takes
+    unstarted = max(0, left * per_item - len(spent)) if not math.isnan(left) else math.nan
+    row["tokens_per_item"], tokens = tokens_left([d.usage.completion_tokens for d in debates],
+                                                 list(spent.values()), unstarted)
+    row["tokens_per_item"] *= per_item
+    if left == 0 and not spent:
         row["state"], row["hours_left"] = "complete", 0.0
         return row
     if record.status == "complete":  # complete at a smaller limit (a first-10 run copied in): grows on resume
         row["state"] = f"complete to {record.config.limit}"
-    if unfinished:
-        row["state"] += f", {len(unfinished)} unfinished"
-    if row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
-        row["hours_left"] = left * row["tokens_per_item"] / row["tokens_per_s"] / 3600
+    if spent:
+        row["state"] += f", {len(spent)} unfinished"
+    if row["tokens_per_s"] > 0 and tokens >= 0:
+        row["hours_left"] = tokens / row["tokens_per_s"] / 3600
     return row
+
+
+def tokens_left(finished: list[float], spent: list[float], unstarted: float) -> tuple[float, float]:
+    """(completion tokens a debate takes, tokens still to generate) from the totals of the
+    finished debates, the tokens so far of the unfinished ones and the count not started.
+
+    An unfinished debate is a right-censored observation: it takes at least what it has spent.
+    With S the Kaplan-Meier survival function of a debate's total over both (`scipy.stats.ecdf`),
+    a debate takes the area under S, and one that has spent s takes the area under S beyond s,
+    divided by S(s), more. The estimate is restricted to the largest total seen: a debate past
+    every finished one is priced at nothing more, and the area stops at a censored largest value.
+    Without unfinished debates it is the plain mean; without finished ones, NaN.
+    """
+    from scipy import stats
+
+    if not finished:
+        return math.nan, math.nan
+    sample = stats.CensoredData(uncensored=np.asarray(finished, float), right=np.asarray(spent, float))
+    sf = stats.ecdf(sample).sf
+    edges = np.r_[0.0, sf.quantiles]
+    level = np.r_[1.0, sf.probabilities]  # S on [edges[i], edges[i + 1]) is level[i]
+
+    def area_beyond(s: float) -> float:
+        widths = np.clip(edges[1:], s, None) - np.clip(edges[:-1], s, None)
+        return float(np.sum(widths * level[:-1]))
+
+    mean = area_beyond(0.0)
+    more = 0.0
+    for s in spent:
+        alive = level[np.searchsorted(edges, s, side="right") - 1]
+        more += area_beyond(s) / alive if alive > 0 else 0.0
+    return mean, float(unstarted * mean + more)
 
 
 def session_rate(events: list[dict], since: float | None = None, gap_s: float = GAP_S) -> float:

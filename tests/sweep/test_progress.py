@@ -92,13 +92,42 @@ def test_debates_with_calls_and_no_record_are_counted_unfinished(study):
     events = folder / "events.jsonl"
     rows = [json.loads(line) for line in events.read_text().splitlines()]
     # two debates cut off (or still running): their calls are traced, their records not written
-    cut = [{**rows[0], "debate_id": "cutoff1", "item_id": "q3"}, {**rows[0], "debate_id": "cutoff2", "item_id": "q4"},
-           {**rows[0], "debate_id": "cutoff2", "item_id": "q4"}]
+    cut = [{**rows[0], "debate_id": "cutoff1", "item_id": "q3", "completion_tokens": 20},
+           {**rows[0], "debate_id": "cutoff2", "item_id": "q4", "completion_tokens": 10},
+           {**rows[0], "debate_id": "cutoff2", "item_id": "q4", "completion_tokens": 20}]
     events.write_text(events.read_text() + "".join(json.dumps(r) + "\n" for r in cut))
     # and a superseded record (an error re-run later) is a finished debate, not an unfinished one
     debates = folder / "debates.jsonl"
+    records = [json.loads(line) for line in debates.read_text().splitlines()]
+    for record in records:  # each finished debate took 50 completion tokens
+        record["usage"]["completion_tokens"] = 50
+    debates.write_text("".join(json.dumps(r) + "\n" for r in records))
     old = {**json.loads(debates.read_text().splitlines()[0]), "debate_id": "superseded", "status": "error"}
     debates.write_text(json.dumps(old) + "\n" + debates.read_text())
     events.write_text(events.read_text() + json.dumps({**rows[0], "debate_id": "superseded"}) + "\n")
     row = progress.progress(study).set_index("protocol").loc["single"]
     assert row["state"] == "complete to 2, 2 unfinished"
+    # the two finished debates took 50 tokens each; the unfinished ones, at 20 and 30, will too:
+    # 30 + 20 more, and no item is left unstarted
+    assert row["tokens_per_item"] == pytest.approx(50)
+    assert row["hours_left"] == pytest.approx(50 / row["tokens_per_s"] / 3600)
+
+
+@pytest.mark.parametrize("finished, spent, unstarted, per_debate, left", [
+    # Kaplan-Meier by hand: 100 ends (3 at risk) S = 2/3; 200 is censored; 300 ends (1 at risk) S = 0.
+    # Mean 100 + 200 * 2/3; the one at 200 can only end at 300: 100 more
+    ([100, 300], [200], 1, 100 + 200 * 2 / 3, 100 + 200 * 2 / 3 + 100),
+    ([100, 300], [], 2, 200, 400),  # nothing unfinished: the plain mean
+    # 50 censored; 100 ends (2 at risk) S = 1/2; 500 censored, past every finished debate: priced at nothing
+    ([100], [50, 500], 0, 100 + 400 / 2, 50 + 400 / 2),
+])
+def test_unfinished_debates_count_as_taking_at_least_what_they_spent(finished, spent, unstarted, per_debate, left):
+    assert progress.tokens_left(finished, spent, unstarted) == (pytest.approx(per_debate), pytest.approx(left))
+
+
+def test_the_finished_alone_underprice_a_point_whose_long_debates_are_still_running():
+    cheap_first = [100] * 5
+    still_going = [400] * 5  # half the point, each already past every finished debate's total but one
+    per_debate, _ = progress.tokens_left([*cheap_first, 600], still_going, 0)
+    assert per_debate > sum([*cheap_first, 600]) / 6 + 100
+    assert all(math.isnan(x) for x in progress.tokens_left([], [50], 3))  # nothing finished: no estimate
