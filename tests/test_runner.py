@@ -338,3 +338,41 @@ def test_a_signal_while_a_notebook_waits_stops_the_run_in_its_thread_and_says_wh
     assert (record["status"], record["reason"]) == ("interrupted", reason)
     assert not [t for t in threading.enumerate() if t.name == "debatekit-run"]
     assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_a_second_interrupt_stops_waiting_for_a_run_that_is_slow_to_stop(tmp_path, arithmetic_file, capfd):
+    asked, release = threading.Event(), threading.Event()
+
+    @registry.protocol("test_slow_to_stop")
+    def slow_to_stop():
+        async def solve(item, debate):
+            asked.set()
+            await asyncio.to_thread(release.wait, 120)  # cancelled at once, but asyncio.run waits for the thread
+            return Outcome(final_answer=item.answer)
+        return solve
+
+    def interrupt_twice():
+        assert asked.wait(60)
+        os.kill(os.getpid(), signal.SIGINT)
+        run_json = tmp_path / "r" / "run.json"
+        for _ in range(1200):  # the run has stopped and said so; only its thread lingers
+            if '"interrupted"' in run_json.read_text():
+                break
+            threading.Event().wait(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    async def cell():
+        return run(RunConfig(protocol="test_slow_to_stop", dataset=str(arithmetic_file), model="scripted/schema"),
+                   tmp_path / "r", progress=False)
+
+    threading.Thread(target=interrupt_twice, daemon=True).start()
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            loop.run_until_complete(cell())
+        assert [t for t in threading.enumerate() if t.name == "debatekit-run"], "the run's thread had ended"
+        assert "no longer waiting; the run is still stopping" in capfd.readouterr().err
+        assert json.loads((tmp_path / "r" / "run.json").read_text())["status"] == "interrupted"
+    finally:
+        release.set()
+        loop.close()

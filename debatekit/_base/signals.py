@@ -131,8 +131,10 @@ def wait_stopping(thread: threading.Thread, done: threading.Event) -> None:
     ending a point's kernel (SIGTERM), so leaves no debate running behind the notebook and no
     run.json saying "running".
 
-    It waits on `done`, not on `thread.join()`: before Python 3.13, a join cut short by a signal
-    can mark the thread stopped while it still runs.
+    A second Ctrl-C or SIGTERM, once the run was told to stop, stops the waiting instead (a run
+    that will not end must not hold a notebook forever). It waits on `done`, not on
+    `thread.join()`: before Python 3.13, a join cut short by a signal can mark the thread stopped
+    while it still runs.
     """
     main = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, on_sigterm) if main else None
@@ -140,11 +142,14 @@ def wait_stopping(thread: threading.Thread, done: threading.Event) -> None:
     try:
         while not done.is_set():
             try:
+                if stop is not None and not relayed:
+                    relayed = relay(thread, stop)
                 done.wait(None if stop is None else 0.05)
             except KeyboardInterrupt as exc:
+                if relayed:  # asked twice: a run that will not end must not hold the caller forever
+                    print("debatekit: no longer waiting; the run is still stopping in its thread", file=sys.stderr)
+                    raise
                 stop = stop or exc
-            if stop is not None and not relayed:
-                relayed = relay(thread, stop)
     finally:
         if main:
             signal.signal(signal.SIGTERM, signal.SIG_DFL if previous is None else previous)

@@ -7,8 +7,8 @@ A study on a local model runs for many sessions; each one should start by knowin
     single          100/100  0.60 [0.50, 0.69]  309       21.3   0.0         complete
     society_of_mind 37/100   0.51 [0.35, 0.68]  3,110     14.6   3.7         interrupted
 
-`items` counts finished items against the grid's limit; `tok/item` is the completion tokens a
-debate takes (`tokens_left`); `tok/s` the completion tokens of the calls of the run's latest
+`items` counts finished items against the grid's limit; `tok/item` is the completion tokens an
+item takes (its debates', one a seed: `tokens_left`); `tok/s` the completion tokens of the calls of the run's latest
 stretch (`session_rate`: back from its last call to the first pause of over 15 minutes, cache
 hits left out) over that stretch's span; `hours left` the tokens still to generate at that rate.
 A point not started, or one whose last session made no call, has no estimate (NaN).
@@ -22,7 +22,9 @@ of the finished debates alone is low early in a point: on the study's reconcile 
 it was 1,134 tokens, where counting its 29 unfinished debates as taking at least what they had
 spent gave 1,983. `tokens_left` therefore treats an unfinished debate's tokens so far as a
 right-censored observation (Kaplan-Meier, `scipy.stats.ecdf`), and prices each unfinished debate
-at what a debate that has come that far takes beyond it.
+at what a debate that has come that far takes beyond it. It is still a low estimate early on:
+it ends at the largest total seen, so a debate already past every finished one is priced at
+nothing more.
 `debatekit study GRID --status` prints it without running anything.
 """
 
@@ -75,9 +77,10 @@ def _point_row(point, folder: Path) -> dict:
     for e in events:
         if e.get("debate_id") is not None and e["debate_id"] not in recorded:
             spent[e["debate_id"]] = spent.get(e["debate_id"], 0) + (e.get("completion_tokens") or 0)
-    left = max(0, row["limit"] - row["done"]) if row["limit"] is not None else math.nan
     per_item = record.config.seeds  # debates an item takes
-    unstarted = max(0, left * per_item - len(spent)) if not math.isnan(left) else math.nan
+    # debates still to finish: an item with some seeds done counts only those it lacks
+    left = max(0, row["limit"] * per_item - len(debates)) if row["limit"] is not None else math.nan
+    unstarted = max(0, left - len(spent)) if not math.isnan(left) else math.nan
     row["tokens_per_item"], tokens = tokens_left([d.usage.completion_tokens for d in debates],
                                                  list(spent.values()), unstarted)
     row["tokens_per_item"] *= per_item
@@ -88,7 +91,7 @@ def _point_row(point, folder: Path) -> dict:
         row["state"] = f"complete to {record.config.limit}"
     if spent:
         row["state"] += f", {len(spent)} unfinished"
-    if row["tokens_per_s"] > 0 and tokens >= 0:
+    if row["tokens_per_s"] > 0 and row["tokens_per_item"] > 0:
         row["hours_left"] = tokens / row["tokens_per_s"] / 3600
     return row
 

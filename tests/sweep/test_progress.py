@@ -102,7 +102,8 @@ def test_debates_with_calls_and_no_record_are_counted_unfinished(study):
     for record in records:  # each finished debate took 50 completion tokens
         record["usage"]["completion_tokens"] = 50
     debates.write_text("".join(json.dumps(r) + "\n" for r in records))
-    old = {**json.loads(debates.read_text().splitlines()[0]), "debate_id": "superseded", "status": "error"}
+    old = json.loads(debates.read_text().splitlines()[0])
+    old.update(debate_id="superseded", status="error", usage={**old["usage"], "completion_tokens": 5000})
     debates.write_text(json.dumps(old) + "\n" + debates.read_text())
     events.write_text(events.read_text() + json.dumps({**rows[0], "debate_id": "superseded"}) + "\n")
     row = progress.progress(study).set_index("protocol").loc["single"]
@@ -131,3 +132,35 @@ def test_the_finished_alone_underprice_a_point_whose_long_debates_are_still_runn
     per_debate, _ = progress.tokens_left([*cheap_first, 600], still_going, 0)
     assert per_debate > sum([*cheap_first, 600]) / 6 + 100
     assert all(math.isnan(x) for x in progress.tokens_left([], [50], 3))  # nothing finished: no estimate
+
+
+def test_with_seeds_the_debates_still_to_run_are_counted_not_the_items(tmp_path):
+    data = tmp_path / "items.jsonl"
+    data.write_text("".join(json.dumps({"id": f"q{i}", "question": f"What is {i}?", "answer": i}) + "\n"
+                            for i in range(1, 4)))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"parameters": {"dataset": str(data), "model": "scripted/schema", "limit": 3,
+                                                   "seeds": 2}, "points": [{"protocol": "single"}]}))
+    (point,) = expand_grid(load_grid(grid))
+    folder = tmp_path / point.id
+    run(RunConfig(protocol="single", dataset=str(data), model="scripted/schema", limit=2, seeds=2), folder,
+        progress=False)
+    debates = folder / "debates.jsonl"
+    records = [json.loads(line) for line in debates.read_text().splitlines()]
+    assert len(records) == 4
+    for record in records:
+        record["usage"]["completion_tokens"] = 40
+    # q2's second seed never finished (cut off with 10 tokens spent): its record is dropped
+    cut = next(r for r in records if r["item_id"] == "q2" and r["seed"] == 1)
+    debates.write_text("".join(json.dumps(r) + "\n" for r in records if r is not cut))
+    events = folder / "events.jsonl"
+    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    for n, row in enumerate(rows):
+        row.update(ts=4_000_000_000 + 100 * (n + 1), latency_s=100.0, cache_hit=False,
+                   completion_tokens=10 if row["debate_id"] == cut["debate_id"] else 40)
+    events.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    row = progress.progress(grid).iloc[0]
+    assert row["done"] == 2 and row["state"].endswith("1 unfinished")
+    # 3 items x 2 seeds: 3 finished, 1 unfinished (30 more), q3's two not started (40 each)
+    assert row["tokens_per_item"] == pytest.approx(80)
+    assert row["hours_left"] == pytest.approx((30 + 2 * 40) / row["tokens_per_s"] / 3600)
