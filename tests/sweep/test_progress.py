@@ -16,6 +16,14 @@ from debatekit.runner import run
 from debatekit.sweep import expand_grid, load_grid, progress
 
 
+def rows_of(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def write_rows(path, rows):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
 def call(ts, latency, tokens, cache_hit=False):
     return {"ts": ts, "latency_s": latency, "completion_tokens": tokens, "cache_hit": cache_hit}
 
@@ -59,10 +67,10 @@ def study(tmp_path):
     run(RunConfig(protocol="single", dataset=str(data), model=model, limit=2,
                   params={"answer_format": "json"}), folder / first.id, progress=False)
     events = folder / first.id / "events.jsonl"
-    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    rows = rows_of(events)
     for n, row in enumerate(rows):  # two calls, 100 s apart, each 100 s long, made long after the run began
         row.update(ts=4_000_000_000 + 100 * (n + 1), latency_s=100.0, completion_tokens=50, cache_hit=False)
-    events.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_rows(events, rows)
     return grid
 
 
@@ -90,22 +98,20 @@ def test_status_prints_the_table_and_runs_nothing(study, capsys):
 def test_debates_with_calls_and_no_record_are_counted_unfinished(study):
     folder = study.parent / expand_grid(load_grid(study))[0].id
     events = folder / "events.jsonl"
-    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    rows = rows_of(events)
     # two debates cut off (or still running): their calls are traced, their records not written
     cut = [{**rows[0], "debate_id": "cutoff1", "item_id": "q3", "completion_tokens": 20},
            {**rows[0], "debate_id": "cutoff2", "item_id": "q4", "completion_tokens": 10},
            {**rows[0], "debate_id": "cutoff2", "item_id": "q4", "completion_tokens": 20}]
-    events.write_text(events.read_text() + "".join(json.dumps(r) + "\n" for r in cut))
     # and a superseded record (an error re-run later) is a finished debate, not an unfinished one
     debates = folder / "debates.jsonl"
-    records = [json.loads(line) for line in debates.read_text().splitlines()]
+    records = rows_of(debates)
     for record in records:  # each finished debate took 50 completion tokens
         record["usage"]["completion_tokens"] = 50
-    debates.write_text("".join(json.dumps(r) + "\n" for r in records))
-    old = json.loads(debates.read_text().splitlines()[0])
-    old.update(debate_id="superseded", status="error", usage={**old["usage"], "completion_tokens": 5000})
-    debates.write_text(json.dumps(old) + "\n" + debates.read_text())
-    events.write_text(events.read_text() + json.dumps({**rows[0], "debate_id": "superseded"}) + "\n")
+    old = {**records[0], "debate_id": "superseded", "status": "error",
+           "usage": {**records[0]["usage"], "completion_tokens": 5000}}
+    write_rows(debates, [old, *records])
+    write_rows(events, [*rows, *cut, {**rows[0], "debate_id": "superseded"}])
     row = progress.progress(study).set_index("protocol").loc["single"]
     assert row["state"] == "complete to 2, 2 unfinished"
     # the two finished debates took 50 tokens each; the unfinished ones, at 20 and 30, will too:
@@ -146,19 +152,19 @@ def test_with_seeds_the_debates_still_to_run_are_counted_not_the_items(tmp_path)
     run(RunConfig(protocol="single", dataset=str(data), model="scripted/schema", limit=2, seeds=2), folder,
         progress=False)
     debates = folder / "debates.jsonl"
-    records = [json.loads(line) for line in debates.read_text().splitlines()]
+    records = rows_of(debates)
     assert len(records) == 4
     for record in records:
         record["usage"]["completion_tokens"] = 40
     # q2's second seed never finished (cut off with 10 tokens spent): its record is dropped
     cut = next(r for r in records if r["item_id"] == "q2" and r["seed"] == 1)
-    debates.write_text("".join(json.dumps(r) + "\n" for r in records if r is not cut))
+    write_rows(debates, [r for r in records if r is not cut])
     events = folder / "events.jsonl"
-    rows = [json.loads(line) for line in events.read_text().splitlines()]
+    rows = rows_of(events)
     for n, row in enumerate(rows):
         row.update(ts=4_000_000_000 + 100 * (n + 1), latency_s=100.0, cache_hit=False,
                    completion_tokens=10 if row["debate_id"] == cut["debate_id"] else 40)
-    events.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    write_rows(events, rows)
     row = progress.progress(grid).iloc[0]
     assert row["done"] == 2 and row["state"].endswith("1 unfinished")
     # 3 items x 2 seeds: 3 finished, 1 unfinished (30 more), q3's two not started (40 each)
