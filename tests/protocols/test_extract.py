@@ -307,6 +307,63 @@ def test_confidence_extractor(reply, expected):
     assert confidence(reply) == expected
 
 
+# Replies of the embedded model asked for an answer and a confidence (reconcile on GSM8K), copied
+# verbatim from the study's first reconcile run, answers and confidences read by hand. Each states
+# its confidence in words of its own after its answer, and read without `confident` each gave its
+# confidence (1.0, 0.33, the 0 of 0.0) as its answer. `note`: what the rule reads
+# where a reader by hand would read otherwise, or why a number is not read.
+CONFIDENT = [json.loads(line) for line in (Path(__file__).parent / "data" / "confident_replies.jsonl").open()]
+
+
+@pytest.mark.parametrize("row", CONFIDENT, ids=[r["source"].split(":")[1].split()[0] for r in CONFIDENT])
+def test_a_reply_asked_for_a_confidence_is_read_beside_it(row):
+    from debatekit.protocols.shared.extract import confidence
+
+    assert extract(row["kind"], row["reply"], confident=True) == row["answer"]
+    assert confidence(row["reply"]) == row["confidence"]
+
+
+def test_without_reading_beside_the_confidence_those_replies_answer_their_confidence():
+    misread = [extract(r["kind"], r["reply"]) for r in CONFIDENT]
+    assert all(a in (0, 1, 0.33) and a != r["answer"] for a, r in zip(misread, CONFIDENT))
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("So 4 + 5 = 9.\n\nThe confidence is 1.0.", 9),                       # a paragraph of its own
+    ("Total: 12.\nAnswer: 12\nConfidence: 0.9", 12),                        # the asked-for form
+    ("Total: 12.\nConfidence: 0.9\nAnswer: 12", 12),                        # an answer line after it is kept
+    ("Answer: 12 (confidence 0.95)", 12),                                   # the line up to the mention
+    ("So 7 apples.\nI am confident that the answer is 7.", 7),
+    ("I am confident that the answer is \\boxed{3}.", 3),                 # nothing outside it: the whole reply
+    ("It is 40.\n\nHow confident am I? \\boxed{0.8}", 40),
+])
+def test_reading_beside_the_confidence(reply, expected):
+    assert extract("integer", reply, confident=True) == expected
+
+
+def test_beside_confidence_keeps_other_paragraphs_and_answer_lines_whole():
+    from debatekit.protocols.shared.extract import beside_confidence
+
+    reply = "Step: 3 + 4 = 7.\n\nMy confidence is high: 1.0\n**Answer: 7**, confidence 1.0\nso 1.0\n\nDone."
+    assert beside_confidence(reply) == "Step: 3 + 4 = 7.\n\nMy \n**Answer: 7**, \n\nDone."
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Hence, the confidence of our answer is \\(1.0\\).", 1.0),
+    ("this answer is very likely to be correct, with a high confidence score of 0.9.", 0.9),
+    ("the answer is \\( \\boxed{18} \\), and the confidence is \\( \\boxed{0.75} \\).", 0.75),
+    ("I have a confidence level of 95% in it.", 0.95),
+    ("My confidence that the answer is 12 is high.", None),  # 12 is no 0-1 number and no percent
+    ("The confidence in step 2 is 1.0.", None),               # a digit between: another sentence's number
+    ("The confidence is high. It is 1.0 km away.", None),     # a sentence's end between
+    ("The confidence in this answer is 3.33.\nConfidence: 0.4", 0.4),
+])
+def test_a_confidence_stated_in_the_models_own_words(reply, expected):
+    from debatekit.protocols.shared.extract import confidence
+
+    assert confidence(reply) == expected
+
+
 # A marker whose words after it name no answer ("so the answer is correct") does not hide an
 # earlier one that does. The first reply is the 0.5B judge's, verbatim, in the weak-judge sweep's
 # blind_judge run (item strategyqa-c91eafafed5a8f80bb5a), read as no verdict before this rule.

@@ -128,6 +128,24 @@ def test_a_missing_confidence_weighs_as_zero_and_is_recorded_as_none(tmp_path, c
     assert debate.usage.parse_failures == 0
 
 
+def test_an_answer_followed_by_a_confidence_in_words_is_read_as_the_answer(tmp_path, model_from):
+    # the embedded model's way (reconcile's first GSM8K debates): read before the fix as answer 1, confidence none
+    sheep = tmp_path / "sheep.jsonl"
+    sheep.write_text(json.dumps({"id": "s", "question": "How many sheep?", "answer": 260}) + "\n")
+    worded = ("160 + 80 + 20 = 260, so they have \\(\\boxed{{{n}}}\\) sheep.\n\n"
+              "Now, let's judge the confidence of our answer:\n- plain multiplication\n\n"
+              "Hence, the confidence of our answer is \\({c}\\).")
+    model = model_from(table({1: {"agent1": worded.format(n=260, c="1.0"), "agent2": worded.format(n=360, c="0.7"),
+                                  "agent3": worded.format(n=260, c="0.9")}}))
+    debate, events = go(tmp_path, sheep, model, rounds=2)
+    assert debate.rounds[0].answers == {"agent1": 260, "agent2": 360, "agent3": 260}
+    assert debate.rounds[0].extra["confidence"] == {"agent1": 1.0, "agent2": 0.7, "agent3": 0.9}
+    shown = prompts_of(events, 2)["agent2"][-1]["content"]
+    assert "2 agents gave the answer 260." in shown and "1 agent gave the answer 360." in shown
+    assert "My confidence is 1.0." in shown and "My confidence is 0.0." not in shown
+    assert debate.final_answer == 260 and debate.usage.parse_failures == 0
+
+
 def test_json_format_reads_the_confidence_field(tmp_path, choice_file, model_from):
     replies = {"agent1": {"reasoning": "cold", "answer": "A", "confidence": 0.95},
                "agent2": {"reasoning": "hot", "answer": "B", "confidence": "70%"},

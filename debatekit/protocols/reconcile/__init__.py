@@ -24,6 +24,9 @@ Where debatekit departs from the official code:
   `ast.literal_eval`; here `answer_format=text` (the default) asks for free text ending in
   `Answer: X` and `Confidence: C`, and `json` asks for a schema-constrained object
   {reasoning, answer, confidence}. Options are `A) ...` lines and answers letters (ECQA used 1-5).
+  A free-text reply is read beside what it says about its confidence (`extract.beside_confidence`):
+  the embedded model often writes its confidence in words after its answer ("the confidence of our
+  answer is 1.0"), which the answer's reader would otherwise take as the answer.
 - A reply whose answer cannot be read is a parse failure (one repair prompt, then the agent has no
   answer that round); the official code retries the call and finally substitutes a random answer
   with confidence 0.0. A failed call is never an answer: the agent is left out of that round's

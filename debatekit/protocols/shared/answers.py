@@ -197,7 +197,7 @@ def _text_model(kind: str, choices: tuple[str, ...], confidence: bool = False) -
     model = create_model(name, **fields)
 
     def from_text(cls, text: str, finished: bool = True) -> BaseModel:
-        found = extract.extract(kind, text, list(choices), marked_only=not finished)
+        found = extract.extract(kind, text, list(choices), marked_only=not finished, confident=confidence)
         if found is None:
             raise ValueError(f"no final answer ({ANSWER_TEXT[kind][0]}) found in the reply")
         reasoning = capped(text)  # as stored and shown to other agents: a huge reply is cut, as its text is

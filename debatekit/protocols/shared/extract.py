@@ -42,7 +42,16 @@ character limit) is never read: it is taken out, and the reply, whose end is los
 cut off at the token limit (only where it states its answer, `marked_only`).
 
 `confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same
-way: the last such line of the reply.
+way: the last such line of the reply; in words of the model's own, a confidence within one
+sentence of its mention ("the confidence of our answer is \\(1.0\\)", "a confidence score of 0.9")
+is read too when it is a 0-1 number or a percent.
+
+A reply asked for an answer and a confidence (`confident`) is read beside its confidence: the
+answer is looked for in the reply without what it says about its confidence
+(`beside_confidence`), and in the whole reply only if none is found there. The embedded model
+often states its confidence in words of its own after its answer ("Hence, the confidence of our
+answer is \\(1.0\\)", a `\\boxed{1.0}` under "how confident"), which the extractors read as the
+answer: 14 of reconcile's first 38 GSM8K answers were 0, 1 or a fraction so read.
 """
 
 from __future__ import annotations
@@ -62,6 +71,12 @@ LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
+# a confidence in the model's own words: the number after `is`, `of`, `:` or `=` later in the mention's sentence
+WORDED_CONFIDENCE = re.compile(r"\bconfidence\b[^\d.\n]{0,60}?(?:\bis\b|\bof\b|:|=)\s*:?\s*(\d+(?:\.\d+)?\s*%?)",
+                               re.IGNORECASE)
+CONFIDENCE_TALK = re.compile(r"\bconfiden(?:ce|t|tly)\b", re.IGNORECASE)
+ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?answer\s*:", re.IGNORECASE)  # `Answer: X`, `**Final answer:** X`
+PARAGRAPHS = re.compile(r"(\n[ \t]*\n)")
 REL_TOL, ABS_TOL = 1e-6, 1e-9  # a stated number names an option of this value (relative, or absolute near 0)
 _AMOUNT = r"(-?)[$€£]?(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
 AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d)")  # stated: `-$1,250.5`, `3/4`
@@ -75,10 +90,17 @@ class _Unread(Exception):
     """The reply names two options where it should name one: it has no answer to read."""
 
 
-def extract(kind: str, text: str, choices: list[str] | None = None, marked_only: bool = False) -> Any:
+def extract(kind: str, text: str, choices: list[str] | None = None, marked_only: bool = False,
+            confident: bool = False) -> Any:
     """The final answer of `kind` in a free-text reply, or None if there is none; with `marked_only`
-    (a reply cut off before its end) only a marker's segment or a box is read, never the whole reply."""
+    (a reply cut off before its end) only a marker's segment or a box is read, never the whole reply;
+    with `confident` (the reply was asked for a confidence too) it is read beside the confidence
+    first (`beside_confidence`)."""
     text, cut = model_text(text)
+    if confident:
+        found = extract(kind, beside_confidence(text), choices, marked_only or cut)
+        if found is not None:
+            return found
     marked_only = marked_only or cut
     clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
     if kind == "choice":
@@ -99,8 +121,30 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
 
 def confidence(text: str) -> float | None:
     """The confidence (0-1) a free-text reply states last, or None if it states none that can be read
-    (a percent is read as one; see `fields.as_probability`)."""
-    return _last_probability(CONFIDENCE, text)
+    (a percent is read as one; see `fields.as_probability`). A `Confidence: C` line is read as
+    `probability` reads its line; a confidence in words ("the confidence of our answer is 0.9") only
+    when it is a 0-1 number or a percent, since such a sentence may name other numbers."""
+    clean = re.sub(r"\\[()\[\]]|\*", " ", BOXED.sub(r" \1 ", model_text(text)[0]))  # `\\(\\boxed{0.9}\\)` states 0.9
+    stated = [(m.start(), as_probability(m.group(1))) for m in CONFIDENCE.finditer(clean)]
+    worded = [(m.start(), as_probability(m.group(1))) for m in WORDED_CONFIDENCE.finditer(clean)
+              if m.group(1).rstrip().endswith("%") or float(m.group(1)) <= 1]
+    found = dict(worded) | dict(stated)  # where both read from one mention, the line's reading
+    return found[max(found)] if found else None
+
+
+def beside_confidence(text: str) -> str:
+    """`text` without what it says about its own confidence: each paragraph from its first mention of
+    confidence (or of being confident) on, except the lines there that state the answer
+    (`Answer: X`), each up to its own mention."""
+    kept = []
+    for part in PARAGRAPHS.split(text):
+        mention = CONFIDENCE_TALK.search(part)
+        if mention is None:
+            kept.append(part)
+            continue
+        answers = [CONFIDENCE_TALK.split(line)[0] for line in part[mention.start():].split("\n") if ANSWER_LINE.match(line)]
+        kept.append("\n".join([part[:mention.start()], *answers]))
+    return "".join(kept)
 
 
 def model_text(text: str) -> tuple[str, bool]:
