@@ -336,9 +336,23 @@ def test_without_reading_beside_the_confidence_those_replies_answer_their_confid
     ("So 7 apples.\nI am confident that the answer is 7.", 7),
     ("I am confident that the answer is \\boxed{3}.", 3),                 # nothing outside it: the whole reply
     ("It is 40.\n\nHow confident am I? \\boxed{0.8}", 40),
+    ("The answer is 260, with a confidence of 85%.", 260),                  # a percent as written
+    ("There is 1 apple left.\nAnswer: 1\nConfidence: 1.0", 1),               # an answer that is a confidence's number
+    # a number read outside confidence talk stays, even where a mention of confidence comes first
+    ("First, 3+4=7; I'm confident of that. Then 7*2=14, so the answer is 14.\nConfidence: 0.9", 14),
+    ("Agent 2 said 360 with a confidence of 0.7, but 160 + 80 + 20 = 260, so the answer is 260.\nConfidence: 0.9", 260),
+    ("I'm confident.\r\n\r\nThen 3 + 4 = 7, so the answer is 7.\r\nConfidence: 1.0", 7),
 ])
 def test_reading_beside_the_confidence(reply, expected):
     assert extract("integer", reply, confident=True) == expected
+
+
+@pytest.mark.parametrize("kind, reply, expected", [
+    ("choice", "One agent chose (B) with confidence 0.6, but 6*3 = 18, so the answer is (C).\nConfidence: 0.9", "C"),
+    ("yesno", "Agent 1 said no with confidence 0.6. But bats fly, so the answer is yes.\nConfidence: 0.9", "yes"),
+])
+def test_an_answer_that_is_no_number_is_read_as_before(kind, reply, expected):
+    assert extract(kind, reply, ["A", "B", "C"], confident=True) == extract(kind, reply, ["A", "B", "C"]) == expected
 
 
 def test_beside_confidence_keeps_other_paragraphs_and_answer_lines_whole():
@@ -357,6 +371,8 @@ def test_beside_confidence_keeps_other_paragraphs_and_answer_lines_whole():
     ("The confidence in step 2 is 1.0.", None),               # a digit between: another sentence's number
     ("The confidence is high. It is 1.0 km away.", None),     # a sentence's end between
     ("The confidence in this answer is 3.33.\nConfidence: 0.4", 0.4),
+    ("My confidence in the value of 0.25 as the discount is high.", None),  # 0.25 is what it is sure of
+    ("a confidence interval of 0.5 to 0.9", None),
 ])
 def test_a_confidence_stated_in_the_models_own_words(reply, expected):
     from debatekit.protocols.shared.extract import confidence

@@ -41,17 +41,18 @@ debatekit's own marker at the end of a reply too long to keep (`gateway.TRUNCATE
 character limit) is never read: it is taken out, and the reply, whose end is lost, is read as one
 cut off at the token limit (only where it states its answer, `marked_only`).
 
-`confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same
-way: the last such line of the reply; in words of the model's own, a confidence within one
-sentence of its mention ("the confidence of our answer is \\(1.0\\)", "a confidence score of 0.9")
-is read too when it is a 0-1 number or a percent.
+`confidence` reads a stated confidence (`Confidence: 0.8`, `confidence level: 85%`) the same way:
+the last such line of the reply; in words of the model's own, a confidence later in the sentence of
+its mention ("the confidence of our answer is \\(1.0\\)", "a confidence score of 0.9",
+`WORDED_CONFIDENCE`) is read too when it is a 0-1 number or a percent.
 
-A reply asked for an answer and a confidence (`confident`) is read beside its confidence: the
-answer is looked for in the reply without what it says about its confidence
-(`beside_confidence`), and in the whole reply only if none is found there. The embedded model
-often states its confidence in words of its own after its answer ("Hence, the confidence of our
-answer is \\(1.0\\)", a `\\boxed{1.0}` under "how confident"), which the extractors read as the
-answer: 14 of reconcile's first 38 GSM8K answers were 0, 1 or a fraction so read.
+A reply asked for an answer and a confidence (`confident`) whose answer, as read above, is a number
+it also states as its confidence (`stated_confidences`) is read again beside its confidence: in the
+reply without what it says about its confidence (`beside_confidence`), and if nothing is found
+there it has no answer to read. The embedded model often states its confidence in words of its own
+after its answer ("Hence, the confidence of our answer is \\(1.0\\)", a `\\boxed{1.0}` under "how
+confident"), which the extractors read as the answer: 14 of reconcile's first 38 GSM8K answers were
+0, 1 or a fraction so read.
 """
 
 from __future__ import annotations
@@ -71,12 +72,15 @@ LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
-# a confidence in the model's own words: the number after `is`, `of`, `:` or `=` later in the mention's sentence
-WORDED_CONFIDENCE = re.compile(r"\bconfidence\b[^\d.\n]{0,60}?(?:\bis\b|\bof\b|:|=)\s*:?\s*(\d+(?:\.\d+)?\s*%?)",
-                               re.IGNORECASE)
+# a confidence in the model's own words, from the same `\bconfidence` as CONFIDENCE: the number right after
+# `confidence (level|score) of`, or after an `is`, `:` or `=` later in its sentence with no number between
+_PROBABILITY = r"(\d+(?:\.\d+)?\s*%?)"
+WORDED_CONFIDENCE = re.compile(r"\bconfidence(?:\s+(?:level|score))?\s+of\s+" + _PROBABILITY + "|"
+                               r"\bconfidence\b[^\d.\n]{0,60}?(?:\bis\b|:|=)\s*:?\s*" + _PROBABILITY, re.IGNORECASE)
 CONFIDENCE_TALK = re.compile(r"\bconfiden(?:ce|t|tly)\b", re.IGNORECASE)
 ANSWER_LINE = re.compile(r"^\W*(?:final\s+)?answer\s*:", re.IGNORECASE)  # `Answer: X`, `**Final answer:** X`
-PARAGRAPHS = re.compile(r"(\n[ \t]*\n)")
+PARAGRAPHS = re.compile(r"(\r?\n[ \t]*\r?\n)")
+PERCENT = re.compile(r"(\d+(?:\.\d+)?)\s*%")
 REL_TOL, ABS_TOL = 1e-6, 1e-9  # a stated number names an option of this value (relative, or absolute near 0)
 _AMOUNT = r"(-?)[$€£]?(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
 AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d)")  # stated: `-$1,250.5`, `3/4`
@@ -94,14 +98,15 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
             confident: bool = False) -> Any:
     """The final answer of `kind` in a free-text reply, or None if there is none; with `marked_only`
     (a reply cut off before its end) only a marker's segment or a box is read, never the whole reply;
-    with `confident` (the reply was asked for a confidence too) it is read beside the confidence
-    first (`beside_confidence`)."""
+    with `confident` (the reply was asked for a confidence too), a number it would read that the
+    reply states as its confidence is looked for again beside the confidence (`beside_confidence`)."""
     text, cut = model_text(text)
-    if confident:
-        found = extract(kind, beside_confidence(text), choices, marked_only or cut)
-        if found is not None:
-            return found
     marked_only = marked_only or cut
+    if confident:
+        found = extract(kind, text, choices, marked_only)
+        if isinstance(found, (int, float)) and found in stated_confidences(text):
+            return extract(kind, beside_confidence(text), choices, marked_only)
+        return found
     clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
     if kind == "choice":
         clean = _plain_math(clean)
@@ -126,25 +131,45 @@ def confidence(text: str) -> float | None:
     when it is a 0-1 number or a percent, since such a sentence may name other numbers."""
     clean = re.sub(r"\\[()\[\]]|\*", " ", BOXED.sub(r" \1 ", model_text(text)[0]))  # `\\(\\boxed{0.9}\\)` states 0.9
     stated = [(m.start(), as_probability(m.group(1))) for m in CONFIDENCE.finditer(clean)]
-    worded = [(m.start(), as_probability(m.group(1))) for m in WORDED_CONFIDENCE.finditer(clean)
-              if m.group(1).rstrip().endswith("%") or float(m.group(1)) <= 1]
-    found = dict(worded) | dict(stated)  # where both read from one mention, the line's reading
+    worded = [(m.start(), as_probability(value)) for m in WORDED_CONFIDENCE.finditer(clean)
+              for value in [m.group(1) or m.group(2)] if value.rstrip().endswith("%") or float(value) <= 1]
+    found = dict(worded) | dict(stated)  # both match from the same word: at one mention, the line's reading
     return found[max(found)] if found else None
+
+
+def stated_confidences(text: str) -> set[float]:
+    """The numbers a reply's confidence talk (`beside_confidence` sets it aside) names that could be a
+    confidence: those from 0 to 1, and percents as written (`85%`: 85)."""
+    talk = re.sub(r"\\[()\[\]]|\*|\\boxed", " ", _confidence_talk(text))
+    return {float(n) for n in NUMBER.findall(talk) if 0 <= float(n) <= 1} | {float(n) for n in PERCENT.findall(talk)}
 
 
 def beside_confidence(text: str) -> str:
     """`text` without what it says about its own confidence: each paragraph from its first mention of
     confidence (or of being confident) on, except the lines there that state the answer
     (`Answer: X`), each up to its own mention."""
-    kept = []
+    return "".join(head + "".join("\n" + line for line in answers) for head, _, answers in _split_talk(text))
+
+
+def _confidence_talk(text: str) -> str:
+    """What `beside_confidence` sets aside, its pieces joined by newlines."""
+    return "\n".join(talk for _, talk, _ in _split_talk(text) if talk)
+
+
+def _split_talk(text: str) -> list[tuple[str, str, list[str]]]:
+    """Each paragraph (blank-line separators included) as (its text up to its first mention of confidence,
+    the rest but its answer lines, its answer lines each up to its own mention)."""
+    pieces = []
     for part in PARAGRAPHS.split(text):
         mention = CONFIDENCE_TALK.search(part)
         if mention is None:
-            kept.append(part)
+            pieces.append((part, "", []))
             continue
-        answers = [CONFIDENCE_TALK.split(line)[0] for line in part[mention.start():].split("\n") if ANSWER_LINE.match(line)]
-        kept.append("\n".join([part[:mention.start()], *answers]))
-    return "".join(kept)
+        lines = part[mention.start():].split("\n")
+        talk = "\n".join(line for line in lines if not ANSWER_LINE.match(line))
+        answers = [CONFIDENCE_TALK.split(line)[0] for line in lines if ANSWER_LINE.match(line)]
+        pieces.append((part[:mention.start()], talk, answers))
+    return pieces
 
 
 def model_text(text: str) -> tuple[str, bool]:
