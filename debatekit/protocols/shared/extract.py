@@ -129,7 +129,7 @@ def confidence(text: str) -> float | None:
     (a percent is read as one; see `fields.as_probability`). A `Confidence: C` line is read as
     `probability` reads its line; a confidence in words ("the confidence of our answer is 0.9") only
     when it is a 0-1 number or a percent, since such a sentence may name other numbers."""
-    clean = re.sub(r"\\[()\[\]]|\*", " ", BOXED.sub(r" \1 ", model_text(text)[0]))  # `\\(\\boxed{0.9}\\)` states 0.9
+    clean = _unwrapped(model_text(text)[0])
     stated = [(m.start(), as_probability(m.group(1))) for m in CONFIDENCE.finditer(clean)]
     worded = [(m.start(), as_probability(value)) for m in WORDED_CONFIDENCE.finditer(clean)
               for value in [m.group(1) or m.group(2)] if value.rstrip().endswith("%") or float(value) <= 1]
@@ -140,7 +140,7 @@ def confidence(text: str) -> float | None:
 def stated_confidences(text: str) -> set[float]:
     """The numbers a reply's confidence talk (`beside_confidence` sets it aside) names that could be a
     confidence: those from 0 to 1, and percents as written (`85%`: 85)."""
-    talk = re.sub(r"\\[()\[\]]|\*|\\boxed", " ", _confidence_talk(text))
+    talk = _unwrapped("\n".join(talk for _, talk, _ in _split_talk(text)))
     return {float(n) for n in NUMBER.findall(talk) if 0 <= float(n) <= 1} | {float(n) for n in PERCENT.findall(talk)}
 
 
@@ -151,9 +151,9 @@ def beside_confidence(text: str) -> str:
     return "".join(head + "".join("\n" + line for line in answers) for head, _, answers in _split_talk(text))
 
 
-def _confidence_talk(text: str) -> str:
-    """What `beside_confidence` sets aside, its pieces joined by newlines."""
-    return "\n".join(talk for _, talk, _ in _split_talk(text) if talk)
+def _unwrapped(text: str) -> str:
+    """`text` with boxes, LaTeX math delimiters and emphasis taken off its numbers (`\\(\\boxed{0.9}\\)`: 0.9)."""
+    return re.sub(r"\\[()\[\]]|\*", " ", BOXED.sub(r" \1 ", text))
 
 
 def _split_talk(text: str) -> list[tuple[str, str, list[str]]]:
