@@ -164,7 +164,8 @@ class Debate:
         if timeout == 0.0 or (cap is not None and cap <= 0.0):
             return self._timed_out(ask, "debate" if timeout == 0.0 else "call")
         where = CALL_CONTEXT.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
-                                  "item_id": _item_id(self.item), "sample": opts.get("sample", 0)})
+                                  "item_id": _item_id(self.item), "sample": opts.get("sample", 0),
+                                  "seed": self.seed})
         try:
             completion = await asyncio.wait_for(self.gateway.complete(
                 opts.get("model") or self.model, ask.messages, ask.output,

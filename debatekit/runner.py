@@ -83,8 +83,10 @@ def default_out(config: RunConfig) -> Path:
 
 async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool = False,
                retry_degraded: bool = False, progress: bool = True, gateway: Gateway | None = None,
-               on_debate: Callable[[DebateRecord], None] | None = None) -> RunResult:
-    """Run `config` and write its run folder; see `run` for the arguments."""
+               on_debate: Callable[[DebateRecord], None] | None = None,
+               only: set[tuple[str, int]] | None = None) -> RunResult:
+    """Run `config` and write its run folder; see `run` for the arguments. `only`: run just these
+    (item id, seed) debates (`debatekit.sweep.rescore` plays back the debates a run recorded)."""
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
     model = config.run_model
@@ -116,7 +118,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         retried = {d.debate_id for d in again.values()}
         record.resumes[-1]["restored_replies"] += cache.restore(
             pair for event in folder.events() if event.get("debate_id") in retried for pair in replies_in(event))
-    todo = [(item, seed) for item in items for seed in seeds if (item.id, seed) not in done]
+    todo = [(item, seed) for item in items for seed in seeds
+            if (item.id, seed) not in done and (only is None or (item.id, seed) in only)]
 
     own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
     gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,

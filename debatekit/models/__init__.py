@@ -5,7 +5,8 @@
 - `kinds`: what differs between `local/`, `scripted/` and provider model strings.
 - `local`, `shared_engine`, `prefix_cache`, `cores`, `repetition`: the embedded llama.cpp model,
   the one engine a machine shares, its slot and thread budget, and the loop detector.
-- `scripted`: test doubles that answer as a function of the request.
+- `scripted`: test doubles that answer as a function of the request; `recorded`: a gateway
+  that answers from a finished run's call events (`debatekit rescore`).
 - `cache`, `credentials`, `errors`, `budget`: the response cache, key masking, provider error
   classes, reply-token budgets from schema bounds.
 """

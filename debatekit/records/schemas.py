@@ -219,3 +219,7 @@ class RunRecord(BaseModel):
     `debatekit_version`), with how many items already answered (`answered`) and the limit it ran to
     (`limit`); `git_commit` above is the code that began the run. A run that spans sessions names
     every commit that wrote part of it."""
+    rescores: list[dict[str, Any]] = []
+    """One entry per `debatekit rescore --write`: when (`at`), from which code, how many debates were
+    played back, and how many changed their answer (`changed`), read a reply differently
+    (`readings`) or could not be played back whole (`diverged`)."""

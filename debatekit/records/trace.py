@@ -28,7 +28,7 @@ import tempfile
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator
 
 from pydantic import BaseModel, ValidationError
 
@@ -371,6 +371,36 @@ class RunFolder:
             if took:
                 self._unlock()
         return before, sum(path.stat().st_size for path in _event_files(self.path))
+
+    def rewrite(self, debates: Callable[[dict], BaseModel | None], events: Callable[[dict], dict | None]) -> None:
+        """Change records in place, holding the folder's lock: each debate record for which
+        `debates(row)` gives a new one, and each call event for which `events(row)` does (packed or
+        not, where it is); every other line stays byte for byte (`debatekit.sweep.rescore` with write).
+
+        Raises:
+            RunFolderError: a run writes in the folder now (its process named).
+        """
+        took = self._lock is None
+        self.lock()
+        try:
+            for path, change in [*((p, events) for p in _event_files(self.path)),
+                                 (self.path / DEBATES_FILE, debates)]:
+                lines, changed = [], False
+                for line in _lines_of(path):
+                    try:
+                        new = change(json.loads(line))
+                    except (json.JSONDecodeError, TypeError, AttributeError):  # torn or not an object: as it is
+                        new = None
+                    if new is not None:
+                        changed = True
+                        line = (new.model_dump_json() if isinstance(new, BaseModel)
+                                else json.dumps(new, ensure_ascii=False, separators=(",", ":"))) + "\n"
+                    lines.append(line)
+                if changed:
+                    _rewrite(path, lines)
+        finally:
+            if took:
+                self._unlock()
 
     def close(self) -> None:
         """Close the open files and give up the lock, if this folder holds it."""

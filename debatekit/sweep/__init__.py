@@ -18,6 +18,9 @@ A point whose sidecar says complete is skipped on a re-run. Points run in worker
 (papermill is not thread-safe); they share the response cache (one sqlite file), and since
 every call's seed derives from the run seed, item, agent and round, points that share a
 configuration prefix (same agents, fewer rounds) reuse each other's model calls.
+
+`rescore` reads a finished run (a point of a sweep or study) again from its recorded replies, with
+today's answer readers and no model (`debatekit rescore`).
 """
 
 from debatekit.sweep.execute import (  # noqa: F401

@@ -1,0 +1,133 @@
+"""A gateway that answers every call from a finished run's call events, never from a model.
+
+    gateway = Recorded(folder.events(), seeds={d.debate_id: d.seed for d in folder.debates()})
+
+Each call is answered with the reply recorded where it happened (item, run seed, agent, phase,
+round) for the same messages: the first attempt by the event's `messages`, a repair by those
+messages with the reply that could not be read and the repair request after them. The reply then
+goes through the gateway's own reading (parse, repair), so a run played back reads its recorded
+replies with today's code; that is what `debatekit.sweep.rescore` does. A call whose prompt was not
+recorded there (a protocol that showed an agent a reading that has since changed) fails with
+`error_kind` "not_recorded", and so does one whose reply was repaired in a run recorded before
+call events kept the replies they repaired (its first reply is lost); a call recorded as failed (a timeout, a provider error) fails again
+with its recorded error. No provider is ever called, so a played-back call costs nothing: its
+reply keeps its recorded usage, and counts as a cache hit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import defaultdict
+from typing import Iterable
+
+from debatekit.models.cache import cache_key, reply_record
+from debatekit.models.gateway import Completion, Gateway, _add_usage
+from debatekit.models.providers import CALL_CONTEXT
+
+NOT_RECORDED = "not_recorded"
+FINISH = {"cut_off": "length", "loop": "loop"}
+"""A reply's `finish_reason`, from the ending its reading recorded (`gateway.unfinished`)."""
+USAGE = ("finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "prompt_seconds",
+         "generation_seconds", "cost")
+
+
+def place(item_id, seed, agent, phase, round, messages: list[dict]) -> tuple:
+    """Where a call happened and what it was asked: the key a recorded reply is found by."""
+    asked = hashlib.sha256(json.dumps(messages, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+    return (str(item_id), seed, agent, phase, round, asked)
+
+
+def attempts(event: dict) -> list[tuple[list[dict], dict]]:
+    """The (messages, reply) of each attempt a call event records: its repaired replies, then the
+    last. A reply is its text and usage; an event with per-reply records (`replies`) gives each
+    reply its own, an older one puts the call's usage on its last reply and, when the call was
+    repaired, gives each reply the ending its recorded faults say (so that the repair is asked in
+    the same words). A call that got no reply
+    (a timeout, a provider error) ends with an attempt whose reply is its error."""
+    messages = list(event.get("messages") or [])
+    if "repairs" not in event and event.get("parse_failures"):  # repaired before repairs were recorded:
+        return []                                              # the first reply is lost
+    records = event.get("replies") or []
+    repairs = event.get("repairs") or []
+    texts = [repair.get("text") for repair in repairs] + [event.get("text")]
+    per_reply = len(records) == len(texts)
+    endings = _endings(event.get("faults") or []) if repairs and not per_reply else None
+    out = []
+    for k, text in enumerate(texts):
+        if per_reply:
+            usage = {key: records[k][key] for key in USAGE if key in records[k]}
+        else:
+            usage = {key: event[key] for key in USAGE if key in event} if k == len(texts) - 1 else {}
+            if endings is not None:  # how each reply ended, from the faults its reading recorded
+                usage["finish_reason"] = FINISH.get(endings[k] if k < len(endings) else None, "stop")
+        last = k == len(texts) - 1
+        if last and event.get("error") and not (event.get("error_kind") == "parse" and text):
+            out.append((messages, {"error": event["error"], "error_kind": event.get("error_kind"),
+                                   "faults": [f for f in event.get("faults") or [] if f != "parse"]}))
+        elif isinstance(text, str) and (not per_reply or records[k].get("chars", len(text)) == len(text)):
+            out.append((messages, {**usage, "text": text}))  # a text the event holds cut short is left out
+        if k < len(repairs):
+            messages = [*messages, {"role": "assistant", "content": text},
+                        {"role": "user", "content": repairs[k].get("repair_prompt", "")}]
+    return out
+
+
+def _endings(faults: list[str]) -> list[str | None]:
+    """For each reply whose reading failed, in order, how it ended ("cut_off", "loop" or None): the
+    gateway records "parse" for each such reply, followed by its ending if it did not end by itself."""
+    endings: list[str | None] = []
+    for fault in faults:
+        if fault == "parse":
+            endings.append(None)
+        elif fault in FINISH and endings and endings[-1] is None:
+            endings[-1] = fault
+    return endings
+
+
+class Recorded(Gateway):
+    """A gateway over recorded call events (see the module); `seeds` maps each recorded debate id
+    to its run seed (`DebateRecord.seed`), so that runs of one item under several seeds stay apart."""
+
+    def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0):
+        super().__init__(cache=None, max_retries=0)
+        seeds = seeds or {}
+        self.replies: dict[tuple, list[dict]] = defaultdict(list)
+        self.unrecorded_repairs: set[tuple] = set()
+        for event in events:
+            seed = seeds.get(event.get("debate_id"))
+            where = (event.get("item_id"), default_seed if seed is None else seed, event.get("agent"),
+                     event.get("phase"), event.get("round"))
+            tries = attempts(event)
+            if not tries:
+                self.unrecorded_repairs.add(place(*where, event.get("messages") or []))
+            for messages, reply in tries:
+                self.replies[place(*where, messages)].append(reply)
+        self.missing: list[tuple] = []
+
+    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
+        where = CALL_CONTEXT.get()
+        key = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
+                    where.get("round"), messages)
+        found = self.replies.get(key)
+        if not found:
+            self.missing.append(key)
+            self.stats[NOT_RECORDED] += 1
+            done.faults.append(NOT_RECORDED)
+            what = ("its reply was repaired in a run that did not record the replies it repaired"
+                    if key in self.unrecorded_repairs else "no reply was recorded for this prompt")
+            done.error = (f"{NOT_RECORDED}: {what} ({where.get('agent')}, {where.get('phase')}, "
+                          f"round {where.get('round')}, item {where.get('item_id')})")
+            done.error_kind = NOT_RECORDED
+            return None
+        reply = found.pop(0) if len(found) > 1 else found[0]
+        if "error" in reply:
+            done.faults.extend(reply["faults"] or [reply["error_kind"] or "error"])
+            done.error, done.error_kind = reply["error"], reply["error_kind"]
+            return None
+        done.cache_hits += 1
+        self.stats["cache_hits"] += 1
+        self.stats["replayed"] += 1
+        _add_usage(done, reply)
+        done.replies.append(reply_record(cache_key(model, messages, params, fmt), reply))
+        return reply

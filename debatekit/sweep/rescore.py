@@ -1,0 +1,207 @@
+"""Read a finished run again with today's code, from its recorded replies, without a model.
+
+    result = rescore("results/studies/gsm8k/mad-80e891df")            # what would change
+    result = rescore("results/studies/gsm8k/mad-80e891df", write=True)  # and change it
+
+Each debate the run recorded is run again by its protocol, with every call answered by the reply
+recorded for the same place and prompt (`debatekit.models.recorded`): zero model calls. The
+replies are read by today's answer readers and the protocol decides again, so a run recorded
+before a reader was mended gets the answers that reader gives now; a run whose readings did not
+change comes out the same, answer for answer (the replay check of a study).
+
+A debate is played back whole or not at all. If its protocol asks for a reply that was never
+recorded (it showed an agent a reading that has since changed, or took another path), or
+leaves a recorded call unasked, the debate `diverged`: it keeps its record, and only the
+model can score it again (drop its records and `--resume`).
+
+With `write`, each debate played back whole replaces its record, and each of its call events
+takes the new reading (`output`, `text`, `repairs`, faults and errors), keeping the work as
+it was done (ids, times, tokens, calls), so that a study's compute tables do not change.
+`run.json` gains a `rescores` entry: when, from which code, and what changed.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from debatekit import __version__
+from debatekit.analysis import summarize
+from debatekit.datasets import DatasetError
+from debatekit.models.recorded import NOT_RECORDED, Recorded, place
+from debatekit.records.schemas import DebateRecord, RunRecord
+from debatekit.records.trace import RunFolder, RunFolderError, git_commit, now
+from debatekit.runner import run
+
+READING = ("output", "text", "repairs", "parse_failures", "faults", "error", "error_kind")
+"""What a call event says about how its reply was read; the rest is the work of the call."""
+READ_USAGE = ("parse_failures", "cut_off", "looped", "errors")
+"""The counts of a debate's usage that depend on how its replies were read."""
+DECIDED = ("final_answer", "correct", "status")
+
+
+@dataclass
+class Rescore:
+    """What playing back a run's recorded replies gave (`rescore`)."""
+
+    folder: Path
+    debates: int = 0
+    calls: int = 0
+    model_calls: int = 0
+    changed: list[dict] = field(default_factory=list)
+    """Debates whose answer, correctness or status changed: item, seed, and each (before, after)."""
+    readings: list[dict] = field(default_factory=list)
+    """Calls whose reply reads differently: where (item, agent, phase, round), output before and after."""
+    diverged: list[dict] = field(default_factory=list)
+    """Debates not played back whole: item, seed and why; they keep their records."""
+    written: bool = False
+
+    def describe(self) -> str:
+        fixes = Counter((c["correct"][0], c["correct"][1]) for c in self.changed)
+        lines = [f"{self.folder}: {self.debates} debates played back from {self.calls} recorded calls, "
+                 f"{self.model_calls} model calls; {len(self.changed)} debates changed "
+                 f"({fixes[False, True]} wrong -> right, {fixes[True, False]} right -> wrong), "
+                 f"{len(self.readings)} replies read differently, {len(self.diverged)} diverged"
+                 + ("; written" if self.written else "")]
+        lines += [f"  debate {c['item_id']}: " + ", ".join(f"{k} {c[k][0]!r} -> {c[k][1]!r}" for k in DECIDED
+                                                       if c[k][0] != c[k][1]) for c in self.changed]
+        lines += [f"  reply {r['item_id']} {r['agent']} {r['phase']} round {r['round']}: "
+                  f"{_difference(r['before'], r['after'])}" for r in self.readings]
+        lines += [f"  diverged {d['item_id']}: {d['why']}" for d in self.diverged]
+        return "\n".join(lines)
+
+
+def rescore(path: Path | str, write: bool = False) -> Rescore:
+    """Play back the run in `path` from its recorded replies (see the module).
+
+    Raises:
+        RunFolderError: not a finished run's folder, a run writing there, or a dataset changed since.
+    """
+    folder = RunFolder(path)
+    if not (folder.path / "run.json").is_file():
+        raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
+    record = folder.read_run()
+    if write:
+        folder.lock()  # no run may write here while it is played back and rewritten
+    try:
+        return _rescore(folder, record, write)
+    finally:
+        folder.close()
+
+
+def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
+    config = record.config.model_copy(update={"model": record.model, "cache": False})
+    old = folder.debates()
+    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in old}
+    events = [e for e in folder.events() if e.get("debate_id") in seed_of]
+    result = Rescore(folder.path, debates=len(old), calls=len(events))
+    if not old:
+        return result
+    gateway = Recorded(events, seed_of, default_seed=config.seed)
+    with tempfile.TemporaryDirectory(prefix="debatekit-rescore-") as tmp:
+        try:
+            again = run(config, Path(tmp) / "run", gateway=gateway, progress=False,
+                        only={(d.item_id, seed_of[d.debate_id]) for d in old})
+        except DatasetError as exc:
+            raise RunFolderError(f"cannot rescore {folder.path}: {exc}") from exc
+        if again.record.dataset.sha256 != record.dataset.sha256:
+            raise RunFolderError(f"cannot rescore {folder.path}: dataset {again.record.dataset.path} "
+                                 "changed since the run")
+        new_events = RunFolder(again.path).events()
+    result.model_calls = gateway.stats["calls"]
+    new_by_place = {(d.item_id, d.seed): d for d in again.debates}
+    by_debate: dict[str, list[dict]] = {}
+    for e in [*events, *new_events]:  # debate ids are random: the recorded and the new never meet
+        by_debate.setdefault(e["debate_id"], []).append(e)
+
+    replaced: dict[str, tuple[DebateRecord, dict[tuple, dict]]] = {}
+    for d in old:
+        seed = seed_of[d.debate_id]
+        new = new_by_place.get((d.item_id, seed))
+        after = by_debate.get(new.debate_id, []) if new else []
+        why, pairs = _pair(by_debate.get(d.debate_id, []), after, seed)
+        if new is None or why:
+            result.diverged.append({"item_id": d.item_id, "seed": d.seed, "why": why or "not played back"})
+            continue
+        for b, a in pairs:
+            if b.get("output") != a.get("output"):
+                result.readings.append({"item_id": d.item_id, "seed": d.seed, "agent": b["agent"], "phase": b["phase"],
+                                        "round": b["round"], "before": b.get("output"), "after": a.get("output")})
+        if any(_plain(getattr(d, k)) != _plain(getattr(new, k)) for k in DECIDED):
+            result.changed.append({"item_id": d.item_id, "seed": d.seed,
+                                   **{k: (_plain(getattr(d, k)), _plain(getattr(new, k))) for k in DECIDED}})
+        usage = d.usage.model_copy(update={k: getattr(new.usage, k) for k in READ_USAGE})
+        kept = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
+                                      "wall_s": d.wall_s, "usage": usage})
+        replaced[d.debate_id] = (kept, {_identity(b): {k: a.get(k) for k in READING} for b, a in pairs})
+    if write and (result.changed or result.readings):
+        _write(folder, replaced, result, record)
+        result.written = True
+    return result
+
+
+def _pair(before, after: list[dict], seed) -> tuple[str | None, list[tuple[dict, dict]]]:
+    """Each recorded call of a debate with its played-back call (same place, same prompt), or why not."""
+    if failed := [a for a in after if a.get("error_kind") == NOT_RECORDED]:
+        return f"{len(failed)} call(s) not played back; first: {failed[0]['error'].partition(': ')[2]}", []
+    waiting: dict[tuple, list[dict]] = {}
+    for a in after:
+        waiting.setdefault(_place(a, seed), []).append(a)
+    pairs = []
+    for b in before:
+        match = waiting.get(_place(b, seed))
+        if not match:
+            return f"the recorded call of {b['agent']} ({b['phase']}, round {b['round']}) was not asked again", []
+        pairs.append((b, match.pop(0)))
+    if extra := sum(len(v) for v in waiting.values()):
+        return f"{extra} call(s) more than recorded", []
+    return None, pairs
+
+
+def _place(event: dict, seed) -> tuple:
+    return place(event["item_id"], seed, event["agent"], event["phase"], event["round"], event.get("messages") or [])
+
+
+def _write(folder: RunFolder, replaced: dict, result: Rescore, record: RunRecord) -> None:
+    """Put the played-back debates and readings in the run's files, and say so in run.json."""
+    readings = {key: reading for _, changes in replaced.values() for key, reading in changes.items()}
+
+    def event(row: dict) -> dict | None:
+        reading = readings.get(_identity(row))
+        return None if reading is None or all(row.get(k) == v for k, v in reading.items()) else row | reading
+
+    def debate(row: dict) -> DebateRecord | None:
+        new = replaced.get(row.get("debate_id"))
+        return None if new is None or row.get("run_id") != new[0].run_id else new[0]
+
+    folder.rewrite(debate, event)
+    record.rescores.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
+                            "debates": result.debates, "changed": len(result.changed),
+                            "readings": len(result.readings), "diverged": len(result.diverged)})
+    record.summary |= summarize(folder.debates())
+    folder.write_run(record)
+
+
+def _identity(event: dict) -> tuple:
+    """One recorded call event among its run's: its debate, place and time stamp."""
+    return (event.get("debate_id"), event.get("agent"), event.get("phase"), event.get("round"), event.get("ts"))
+
+
+def _plain(value):
+    return value.model_dump(mode="json") if hasattr(value, "model_dump") else value
+
+
+def _difference(before, after) -> str:
+    """How a reply's reading changed: each field that differs, before -> after."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        return "; ".join(f"{k} {_short(before.get(k))} -> {_short(after.get(k))}"
+                         for k in dict.fromkeys([*before, *after]) if before.get(k) != after.get(k))
+    return f"{_short(before)} -> {_short(after)}"
+
+
+def _short(output) -> str:
+    text = json.dumps(output, ensure_ascii=False)
+    return text if len(text) <= 60 else text[:57] + "..."

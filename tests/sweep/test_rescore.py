@@ -1,0 +1,188 @@
+"""`debatekit rescore`: a finished run read again from its recorded replies, without a model."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+from debatekit import analysis
+from debatekit.analysis import study
+from debatekit.cli.app import main
+from debatekit.models import gateway
+from debatekit.models.recorded import attempts
+from debatekit.records.schemas import RunConfig
+from debatekit.records.trace import RunFolder
+from debatekit.sweep.rescore import rescore
+from debatekit.runner import run
+from tests.conftest import answer
+
+HEDGED = "it is 20, not 25"
+"""A reply whose stated answer (25) a mended reader reads as 20."""
+
+
+def society(dataset, model, **kw):
+    return RunConfig(protocol="society_of_mind", dataset=str(dataset), model=model,
+                     params={"agents": 3, "rounds": 2, "stop_on_agreement": False}, **kw)
+
+
+def replies(req):
+    """Each agent answers its item's truth, except agent1 on q2, who hedges and states 25."""
+    truth = int(req.item_id[1:]) * 10
+    return answer(25, HEDGED) if (req.item_id, req.call["agent"]) == ("q2", "agent1") else answer(truth)
+
+
+@pytest.fixture
+def recorded(tmp_path, arithmetic_file, model_from):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or replies(req))
+    run(society(arithmetic_file, model), tmp_path / "r", progress=False)
+    asked.clear()
+    return tmp_path / "r", asked
+
+
+def mended_reader(monkeypatch):
+    """Today's reader, mended: a hedged reply is read as the number before its 'not'."""
+    reading = gateway._parse
+
+    def parse(output, text, free_text, ending):
+        parsed = reading(output, text, free_text, ending)
+        return parsed.model_copy(update={"answer": 20}) if HEDGED in text else parsed
+
+    monkeypatch.setattr(gateway, "_parse", parse)
+
+
+def lines(path):
+    return path.read_text(encoding="utf-8").splitlines(keepends=True)
+
+
+def test_a_run_read_by_the_same_code_comes_out_the_same_without_a_model_call(recorded):
+    folder, asked = recorded
+    before = (lines(folder / "debates.jsonl"), lines(folder / "events.jsonl"))
+    result = rescore(folder)
+    assert asked == [] and result.model_calls == 0
+    assert (result.debates, result.calls) == (3, 18)  # 3 items, 3 agents, 2 rounds
+    assert result.changed == result.readings == result.diverged == [] and not result.written
+    assert (lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")) == before  # nothing written
+
+
+def test_a_mended_reader_changes_the_answers_it_reads_and_the_debates_they_decide(recorded, monkeypatch):
+    folder, asked = recorded
+    old = {d.item_id: d for d in RunFolder(folder).debates()}
+    assert old["q2"].rounds[0].answers["agent1"] == 25
+    mended_reader(monkeypatch)
+    result = rescore(folder)
+    assert asked == [] and result.diverged == []
+    # agent1's two replies on q2 (rounds 1 and 2) read 20 now; the majority was 20 before and after
+    assert sorted((r["item_id"], r["agent"], r["round"], r["before"]["answer"], r["after"]["answer"])
+                  for r in result.readings) == [("q2", "agent1", 1, 25, 20), ("q2", "agent1", 2, 25, 20)]
+    assert result.changed == []
+    assert "2 replies read differently" in result.describe()
+
+
+def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was_done(
+        tmp_path, arithmetic_file, model_from, monkeypatch):
+    # two agents: agent1's hedge (25) against agent2's 20 is a tie the protocol breaks; read as 20, it is not
+    model = model_from(replies)
+    config = society(arithmetic_file, model).model_copy(update={"params": {"agents": 2, "rounds": 1}})
+    run(config, tmp_path / "r", progress=False)
+    folder = tmp_path / "r"
+    old_debates, old_events = lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")
+    tables = analysis.load_runs([folder])
+    work = study.compute(tables).drop(columns="run_id").to_dict("records")
+    mended_reader(monkeypatch)
+
+    result = rescore(folder, write=True)
+    assert result.written and len(result.readings) == 1
+    new_debates, new_events = lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")
+    changed = [(a, b) for a, b in zip(old_events, new_events) if a != b]
+    assert len(new_events) == len(old_events) and len(changed) == 1  # every other line byte for byte
+    before, after = (json.loads(line) for line in changed[0])
+    assert (before["item_id"], before["agent"], before["output"]["answer"], after["output"]["answer"]) == \
+        ("q2", "agent1", 25, 20)
+    kept = ("run_id", "debate_id", "ts", "latency_s", "prompt_tokens", "completion_tokens", "calls", "cache_hit")
+    assert {k: after[k] for k in kept} == {k: before[k] for k in kept} and after["cache_hit"] is False
+    q2 = [json.loads(line) for line in new_debates if json.loads(line)["item_id"] == "q2"][0]
+    old_q2 = [json.loads(line) for line in old_debates if json.loads(line)["item_id"] == "q2"][0]
+    assert q2["rounds"][0]["answers"]["agent1"] == 20 and q2["final_answer"] == 20 and q2["correct"] is True
+    assert {k: q2[k] for k in ("run_id", "debate_id", "wall_s", "usage")} == \
+        {k: old_q2[k] for k in ("run_id", "debate_id", "wall_s", "usage")}
+    assert [line for line in new_debates if '"q2"' not in line] == [line for line in old_debates if '"q2"' not in line]
+    assert study.compute(analysis.load_runs([folder])).drop(columns="run_id").to_dict("records") == work
+    record = json.loads((folder / "run.json").read_text())
+    assert record["rescores"][-1]["readings"] == 1 and "git_commit" in record["rescores"][-1]
+    assert record["summary"]["accuracy"] == 1.0
+    # the tie went to the first answer, 25, before: the debate changed, and says so
+    assert [(c["item_id"], c["final_answer"], c["correct"]) for c in result.changed] == [("q2", (25, 20), (False, True))]
+    assert "1 debates changed (1 wrong -> right, 0 right -> wrong)" in result.describe()
+    assert rescore(folder).readings == []  # written: read again, nothing left to change
+
+
+def test_a_packed_run_is_rewritten_packed(recorded, monkeypatch):
+    folder, _ = recorded
+    RunFolder(folder).pack()
+    mended_reader(monkeypatch)
+    assert rescore(folder, write=True).written
+    assert not (folder / "events.jsonl").exists()
+    events = [json.loads(line) for line in gzip.open(folder / "events.jsonl.gz", "rt", encoding="utf-8")]
+    assert sorted(e["output"]["answer"] for e in events if e["item_id"] == "q2") == [20] * 6
+
+
+def test_a_call_recorded_as_failed_fails_again(tmp_path, arithmetic_file, model_from):
+    def reply(req):
+        if (req.item_id, req.call["agent"], req.call["round"]) == ("q1", "agent3", 2):
+            from debatekit.models import scripted
+            return scripted.Fault("bad_request", "the model refused")
+        return replies(req)
+
+    model = model_from(reply)
+    first = run(society(arithmetic_file, model), tmp_path / "r", progress=False)
+    assert {d.item_id: d.status for d in first.debates}["q1"] == "degraded"
+    result = rescore(tmp_path / "r")
+    assert result.diverged == result.changed == result.readings == [] and result.model_calls == 0
+
+
+def test_a_debate_that_cannot_be_played_back_whole_keeps_its_record(recorded, monkeypatch):
+    folder, _ = recorded
+    path = folder / "events.jsonl"
+    events = [json.loads(line) for line in lines(path)]
+    # as a run recorded before call events kept repaired replies: q3's agent2 was repaired in round 1
+    for e in events:
+        if (e["item_id"], e["agent"], e["round"]) == ("q3", "agent2", 1):
+            e.pop("repairs")
+            e["parse_failures"], e["faults"], e["calls"] = 1, ["parse"], 2
+    path.write_text("".join(json.dumps(e) + "\n" for e in events))
+    mended_reader(monkeypatch)
+    result = rescore(folder, write=True)
+    assert [(d["item_id"], d["why"].split(";")[0]) for d in result.diverged] == \
+        [("q3", "4 call(s) not played back")]  # its own, and the round-2 calls that would have shown it
+    assert "did not record the replies it repaired (agent2, answer, round 1" in result.diverged[0]["why"]
+    after = [json.loads(line) for line in lines(path)]
+    assert [e for e in after if e["item_id"] == "q3"] == [e for e in events if e["item_id"] == "q3"]
+
+
+def test_an_old_event_gives_each_repaired_reply_the_ending_its_faults_recorded():
+    messages = [{"role": "user", "content": "Q"}]
+    event = {"messages": messages, "text": "Answer: 3", "faults": ["parse", "cut_off"], "parse_failures": 1,
+             "completion_tokens": 800, "repairs": [{"text": "long...", "repair_prompt": "again, shorter"}]}
+    (first, cut), (second, last) = attempts(event)
+    assert first == messages and cut == {"text": "long...", "finish_reason": "length"}
+    assert second == [*messages, {"role": "assistant", "content": "long..."}, {"role": "user", "content": "again, shorter"}]
+    assert last["text"] == "Answer: 3" and last["finish_reason"] == "stop" and last["completion_tokens"] == 800
+    assert attempts({**event, "error": "timeout: call time limit reached", "error_kind": "timeout",
+                     "faults": ["timeout"], "repairs": [], "text": ""}) == \
+        [(messages, {"error": "timeout: call time limit reached", "error_kind": "timeout", "faults": ["timeout"]})]
+
+
+def test_the_command_reads_a_study_folder_and_skips_a_run_in_use(recorded, capsys):
+    folder, _ = recorded
+    assert main(["rescore", str(folder.parent)]) == 0
+    assert "3 debates played back from 18 recorded calls, 0 model calls; 0 debates changed" in capsys.readouterr().out
+    busy = RunFolder(folder)
+    busy.lock()
+    try:
+        assert main(["rescore", str(folder), "--write"]) == 1
+    finally:
+        busy.close()
+    assert "in use by process" in capsys.readouterr().err
