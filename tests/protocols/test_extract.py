@@ -416,3 +416,38 @@ def test_scripted_schema_states_a_confidence_only_when_asked():
     plain = respond("schema", Request(model="schema", messages=[{"role": "user", "content": spec.closing()}]))
     assert spec.confident_output.from_text(asked).confidence is not None
     assert "Confidence" not in plain and spec.output.from_text(plain).answer in ("yes", "no")
+
+
+# Replies of the embedded model from the GSM8K study, copied verbatim, answers read by hand. `set
+# against`: the reply ends on a number it sets against its answer ("35 hours, not 45 hours as they
+# claimed"), which was read as the answer (`recorded`). `judged`: the reply judges another's answer
+# ("The general public's answer is correct."), a marker that states no answer; item 6's reply read
+# 20 from that sentence before its `\boxed{260}`, and item 34's must keep its box (23) although an
+# earlier "the other agent's answer:" is then the last marker that states something.
+STUDY_REPLIES = [json.loads(line) for line in (Path(__file__).parent / "data" / "judged_or_set_against.jsonl").open()]
+
+
+@pytest.mark.parametrize("row", STUDY_REPLIES, ids=[r["source"].split("/")[3] + ":" + r["source"].split(":")[1].split()[0]
+                                                    for r in STUDY_REPLIES])
+def test_a_number_set_against_the_answer_and_a_judging_marker_are_not_the_answer(row):
+    assert extract(row["kind"], row["reply"]) == row["answer"]
+
+
+def test_those_replies_were_misread_before_but_the_judged_control():
+    misread = [r for r in STUDY_REPLIES if r["recorded"] != r["answer"]]
+    assert len(misread) == len(STUDY_REPLIES) - 1 and STUDY_REPLIES[-1]["recorded"] == 23
+
+
+@pytest.mark.parametrize("kind, choices, reply, expected", [
+    ("integer", None, "So she pays 12 dollars, not 15 dollars.", 12),
+    ("integer", None, "Answer: 40, and not 45", 40),
+    ("number", None, "The speed is 7.5 km/h, not 8.", 7.5),
+    ("integer", None, "He did not 3 times check; in total he ran 24 laps.", 24),  # "not" after no number: as before
+    ("integer", None, "Your answer is wrong: 12 is too low.\nAnswer: 18", 18),
+    ("integer", None, "Agent 2's answer is incorrect. The total is 18.", 18),  # no other marker: the whole reply
+    ("integer", None, "The answer is 18, which is correct.", 18),
+    ("choice", ["left", "right", "up"], "The answer is: right", "B"),  # an option named like a verdict
+    ("yesno", None, "The other agent's answer is correct, so yes.", "yes"),
+])
+def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
+    assert extract(kind, reply, choices) == expected

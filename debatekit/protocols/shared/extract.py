@@ -11,7 +11,9 @@ reply. It returns None when it finds no answer (the caller counts that as a pars
 - integer / number: the last number of the segment; `$`, thousands commas and a trailing
   period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
   counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
-  number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer.
+  number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer. A
+  number set against the one before it in its clause ("35 hours, not 45 hours") is none either,
+  and a marker that judges an answer ("the general public's answer is correct.") states none.
 - yesno: after a marker, the first of yes / no / true / false; without one, the last
   standalone "yes" or "no" of the reply.
 - choice: after a marker (its first line) or in a box, an option letter standing alone ("C",
@@ -67,9 +69,13 @@ from debatekit.models.gateway import TRUNCATED
 from debatekit.protocols.shared.fields import as_probability
 
 MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
+JUDGED = re.compile(r"\s*(?:not\s+|also\s+)?(?:in)?(?:correct|right|wrong|valid|accurate|flawed)\b", re.IGNORECASE)
+"""What follows a marker that judges an answer instead of stating one: `answer is correct`."""
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+NEGATED = re.compile(r"(?<=\d)([^\d\n.;]{0,40}?),?\s+(?:and\s+)?not\s+(?:the\s+)?-?\d+(?:\.\d+)?")
+"""A number set against the one before it in its clause ("35 hours, not 45 hours"): not an answer."""
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
 # a confidence in the model's own words, from the same `\bconfidence` as CONFIDENCE: the number right after
@@ -113,7 +119,7 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
     finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
               "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
     boxed = BOXED.findall(clean)
-    last, *earlier = _after_markers(clean) or [None]
+    last, *earlier = _after_markers(clean, judged=kind in ("integer", "number")) or [None]
     try:
         for segment in (last, boxed[-1] if boxed else None, *earlier):
             found = finder(segment, True) if segment is not None else None
@@ -182,12 +188,15 @@ def _last_probability(pattern: re.Pattern, text: str) -> float | None:
     return as_probability(found[-1]) if found else None
 
 
-def _after_markers(text: str) -> list[str]:
+def _after_markers(text: str, judged: bool = False) -> list[str | None]:
     """What follows each answer marker, the last first: the last one's to the end of the text, an
-    earlier one's up to the next marker."""
+    earlier one's up to the next marker. With `judged` (a number is asked for), None for a marker
+    that judges an answer ("the general public's answer is correct. ... Seattle has 20 sheep"):
+    it states none (an option may be called "right", so a choice keeps it)."""
     matches = list(MARKER.finditer(text))
     ends = [m.start() for m in matches[1:]] + [len(text)]
-    return [text[m.end():end] for m, end in zip(reversed(matches), reversed(ends))]
+    return [None if judged and JUDGED.match(text, m.end()) else text[m.end():end]
+            for m, end in zip(reversed(matches), reversed(ends))]
 
 
 def _number(segment: str, marked: bool) -> int | float | None:
@@ -196,7 +205,7 @@ def _number(segment: str, marked: bool) -> int | float | None:
         plain = plain.strip().split("\n")[0]
     else:
         plain = LIST_ITEM.sub(" ", plain)
-    numbers = NUMBER.findall(plain)
+    numbers = NUMBER.findall(NEGATED.sub(r"\1", plain))
     if not numbers:
         return None
     value = float(numbers[-1])
