@@ -40,7 +40,8 @@ READING = ("output", "text", "repairs", "parse_failures", "faults", "error", "er
 """What a call event says about how its reply was read; the rest is the work of the call."""
 READ_USAGE = ("parse_failures", "cut_off", "looped", "errors")
 """The counts of a debate's usage that depend on how its replies were read."""
-DECIDED = ("final_answer", "correct", "status")
+DECIDED = ("final_answer", "correct", "status", "converged", "stop_reason")
+"""What a debate record decides that a change of reading may change, reported per debate."""
 
 
 @dataclass

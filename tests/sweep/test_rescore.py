@@ -77,8 +77,11 @@ def test_a_mended_reader_changes_the_answers_it_reads_and_the_debates_they_decid
     # agent1's two replies on q2 (rounds 1 and 2) read 20 now; the majority was 20 before and after
     assert sorted((r["item_id"], r["agent"], r["round"], r["before"]["answer"], r["after"]["answer"])
                   for r in result.readings) == [("q2", "agent1", 1, 25, 20), ("q2", "agent1", 2, 25, 20)]
-    assert result.changed == []
+    # the debate's answer stands; now that all three agree, it converged
+    assert [(c["item_id"], c["final_answer"], c["converged"]) for c in result.changed] == \
+        [("q2", (20, 20), (False, True))]
     assert "2 replies read differently" in result.describe()
+    assert "debate q2: converged False -> True" in result.describe()
 
 
 def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was_done(
@@ -114,7 +117,8 @@ def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was
     assert record["rescores"][-1]["readings"] == 1 and "git_commit" in record["rescores"][-1]
     assert record["summary"]["accuracy"] == 1.0
     # the tie went to the first answer, 25, before: the debate changed, and says so
-    assert [(c["item_id"], c["final_answer"], c["correct"]) for c in result.changed] == [("q2", (25, 20), (False, True))]
+    assert [(c["item_id"], c["final_answer"], c["correct"], c["converged"]) for c in result.changed] == \
+        [("q2", (25, 20), (False, True), (False, True))]
     assert "1 debates changed (1 wrong -> right, 0 right -> wrong)" in result.describe()
     assert rescore(folder).readings == []  # written: read again, nothing left to change
 
