@@ -4,10 +4,11 @@
     debatekit rescore results/studies/gsm8k --write    # and put it in the runs' records
 
 Every debate a run recorded is played back from its recorded replies (`debatekit.sweep.rescore`):
-zero model calls. It prints, per run, the debates whose answer changed, the replies read
-differently and the debates that could not be played back whole (they keep their records).
-A run that comes out the same is the replay check of a study: same prompts, same numbers.
-A run writing in the folder is left alone (its lock is checked).
+no model is asked. It prints, per run, the debates whose answer changed, the replies read
+differently and the debates kept as recorded (not played back whole). A run that comes out the
+same is the replay check of a study: same prompts, same numbers. With `--write`, a run writing
+in the folder is left alone (its lock is checked); a run that cannot be played back (its
+dataset changed, its protocol is not installed) is named and the others go on.
 """
 
 from __future__ import annotations
@@ -26,14 +27,17 @@ def add(subparsers) -> dict:
 
 
 def run(args) -> int:
+    from debatekit.datasets import DatasetError
+    from debatekit.models.gateway import ModelError, ModelSetupError
+    from debatekit.registry import ProtocolError
     from debatekit.sweep.rescore import rescore
 
     runs = [path for folder in args.folders for path in run_folders(folder)]
-    busy = 0
+    skipped = 0
     for path in runs:
         try:
             print(rescore(path, write=args.write).describe())
-        except RunFolderError as exc:
-            print(f"skipped {path}: {exc}", file=sys.stderr)
-            busy += 1
-    return 1 if busy else 0
+        except (RunFolderError, DatasetError, ProtocolError, ModelError, ModelSetupError, ValueError) as exc:
+            print(f"skipped {path}: {str(exc).splitlines()[0]}", file=sys.stderr)
+            skipped += 1
+    return 1 if skipped else 0

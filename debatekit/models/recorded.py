@@ -28,6 +28,8 @@ from debatekit.models.providers import CALL_CONTEXT
 NOT_RECORDED = "not_recorded"
 FINISH = {"cut_off": "length", "loop": "loop"}
 """A reply's `finish_reason`, from the ending its reading recorded (`gateway.unfinished`)."""
+READ_FAULTS = ("parse", "cut_off", "loop")
+"""The faults the gateway records while reading a reply; played back, reading records them again."""
 USAGE = ("finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "prompt_seconds",
          "generation_seconds", "cost")
 
@@ -55,8 +57,8 @@ def attempts(event: dict) -> list[tuple[list[dict], dict]]:
     endings = _endings(event.get("faults") or []) if repairs and not per_reply else None
     out = []
     for k, text in enumerate(texts):
-        if per_reply:
-            usage = {key: records[k][key] for key in USAGE if key in records[k]}
+        if per_reply:  # with the request's cache key: a call asked with other sampling parameters is no replay
+            usage = {key: records[k][key] for key in (*USAGE, "key") if key in records[k]}
         else:
             usage = {key: event[key] for key in USAGE if key in event} if k == len(texts) - 1 else {}
             if endings is not None:  # how each reply ended, from the faults its reading recorded
@@ -64,7 +66,7 @@ def attempts(event: dict) -> list[tuple[list[dict], dict]]:
         last = k == len(texts) - 1
         if last and event.get("error") and not (event.get("error_kind") == "parse" and text):
             out.append((messages, {"error": event["error"], "error_kind": event.get("error_kind"),
-                                   "faults": [f for f in event.get("faults") or [] if f != "parse"]}))
+                                   "faults": [f for f in event.get("faults") or [] if f not in READ_FAULTS]}))
         elif isinstance(text, str) and (not per_reply or records[k].get("chars", len(text)) == len(text)):
             out.append((messages, {**usage, "text": text}))  # a text the event holds cut short is left out
         if k < len(repairs):
@@ -107,20 +109,18 @@ class Recorded(Gateway):
 
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
         where = CALL_CONTEXT.get()
-        key = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
-                    where.get("round"), messages)
-        found = self.replies.get(key)
+        asked = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
+                      where.get("round"), messages)
+        found = self.replies.get(asked)
         if not found:
-            self.missing.append(key)
-            self.stats[NOT_RECORDED] += 1
-            done.faults.append(NOT_RECORDED)
-            what = ("its reply was repaired in a run that did not record the replies it repaired"
-                    if key in self.unrecorded_repairs else "no reply was recorded for this prompt")
-            done.error = (f"{NOT_RECORDED}: {what} ({where.get('agent')}, {where.get('phase')}, "
-                          f"round {where.get('round')}, item {where.get('item_id')})")
-            done.error_kind = NOT_RECORDED
-            return None
+            self.missing.append(asked)
+            return _not_recorded(done, where, "its reply was repaired in a run that did not record the replies it "
+                                 "repaired" if asked in self.unrecorded_repairs else "no reply was recorded for this prompt")
         reply = found.pop(0) if len(found) > 1 else found[0]
+        key = cache_key(model, messages, params, fmt)
+        if reply.get("key", key) != key:
+            return _not_recorded(done, where, "the reply recorded for this prompt was asked with other sampling "
+                                 "parameters (temperature, seed or reply limit)")
         if "error" in reply:
             done.faults.extend(reply["faults"] or [reply["error_kind"] or "error"])
             done.error, done.error_kind = reply["error"], reply["error_kind"]
@@ -128,6 +128,15 @@ class Recorded(Gateway):
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
         self.stats["replayed"] += 1
+        reply = {k: v for k, v in reply.items() if k != "key"}
         _add_usage(done, reply)
-        done.replies.append(reply_record(cache_key(model, messages, params, fmt), reply))
+        done.replies.append(reply_record(key, reply))
         return reply
+
+
+def _not_recorded(done: Completion, where: dict, what: str) -> None:
+    """Fail a call that has no recorded reply to play back, saying why and where."""
+    done.faults.append(NOT_RECORDED)
+    done.error = (f"{NOT_RECORDED}: {what} ({where.get('agent')}, {where.get('phase')}, round {where.get('round')}, "
+                  f"item {where.get('item_id')})")
+    done.error_kind = NOT_RECORDED

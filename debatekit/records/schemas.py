@@ -222,4 +222,4 @@ class RunRecord(BaseModel):
     rescores: list[dict[str, Any]] = []
     """One entry per `debatekit rescore --write`: when (`at`), from which code, how many debates were
     played back, and how many changed their answer (`changed`), read a reply differently
-    (`readings`) or could not be played back whole (`diverged`)."""
+    (`readings`) or were kept as recorded (`kept`)."""

@@ -4,20 +4,23 @@
     result = rescore("results/studies/gsm8k/mad-80e891df", write=True)  # and change it
 
 Each debate the run recorded is run again by its protocol, with every call answered by the reply
-recorded for the same place and prompt (`debatekit.models.recorded`): zero model calls. The
+recorded for the same place and prompt (`debatekit.models.recorded`); no model is asked. The
 replies are read by today's answer readers and the protocol decides again, so a run recorded
 before a reader was mended gets the answers that reader gives now; a run whose readings did not
 change comes out the same, answer for answer (the replay check of a study).
 
 A debate is played back whole or not at all. If its protocol asks for a reply that was never
-recorded (it showed an agent a reading that has since changed, or took another path), or
-leaves a recorded call unasked, the debate `diverged`: it keeps its record, and only the
-model can score it again (drop its records and `--resume`).
+recorded (it showed an agent a reading that has since changed, or took another path), leaves a
+recorded call unasked, or reads a reply in fewer or more attempts than the run did (a reply that
+needed a repair reads now, or one that read needs one), the debate is `kept`: it keeps its
+record, and only the model can score it again (drop its records and `--resume`).
 
 With `write`, each debate played back whole replaces its record, and each of its call events
-takes the new reading (`output`, `text`, `repairs`, faults and errors), keeping the work as
-it was done (ids, times, tokens, calls), so that a study's compute tables do not change.
-`run.json` gains a `rescores` entry: when, from which code, and what changed.
+takes the new reading (`output`, the reading's faults and errors), keeping the work as it was
+done (ids, times, tokens, calls, replies, retries), so that a study's compute tables do not
+change; every other line stays byte for byte, and `run.json` gains a `rescores` entry. A debate
+whose protocol keeps files of its own under `items/` or that is escalated to human review (in
+the run or played back) is kept as it is: neither is rewritten.
 """
 
 from __future__ import annotations
@@ -31,13 +34,14 @@ from pathlib import Path
 from debatekit import __version__
 from debatekit.analysis import summarize
 from debatekit.datasets import DatasetError
-from debatekit.models.recorded import NOT_RECORDED, Recorded, place
+from debatekit.models.recorded import NOT_RECORDED, READ_FAULTS, Recorded, place
 from debatekit.records.schemas import DebateRecord, RunRecord
-from debatekit.records.trace import RunFolder, RunFolderError, git_commit, now
+from debatekit.records.trace import RunFolder, RunFolderError, git_commit, item_folder_name, now
 from debatekit.runner import run
 
-READING = ("output", "text", "repairs", "parse_failures", "faults", "error", "error_kind")
-"""What a call event says about how its reply was read; the rest is the work of the call."""
+READING = ("output", "parse_failures", "faults", "error", "error_kind")
+"""What a call event says about how its reply was read; the rest is the work of the call (its
+faults other than `READ_FAULTS` too: retries, timeouts)."""
 READ_USAGE = ("parse_failures", "cut_off", "looped", "errors")
 """The counts of a debate's usage that depend on how its replies were read."""
 DECIDED = ("final_answer", "correct", "status", "converged", "stop_reason")
@@ -51,27 +55,27 @@ class Rescore:
     folder: Path
     debates: int = 0
     calls: int = 0
-    model_calls: int = 0
     changed: list[dict] = field(default_factory=list)
     """Debates whose answer, correctness or status changed: item, seed, and each (before, after)."""
     readings: list[dict] = field(default_factory=list)
     """Calls whose reply reads differently: where (item, agent, phase, round), output before and after."""
-    diverged: list[dict] = field(default_factory=list)
-    """Debates not played back whole: item, seed and why; they keep their records."""
+    kept: list[dict] = field(default_factory=list)
+    """Debates not played back whole, or not to be rewritten: item, seed and why; they keep their records."""
     written: bool = False
 
     def describe(self) -> str:
         fixes = Counter((c["correct"][0], c["correct"][1]) for c in self.changed)
-        lines = [f"{self.folder}: {self.debates} debates played back from {self.calls} recorded calls, "
-                 f"{self.model_calls} model calls; {len(self.changed)} debates changed "
-                 f"({fixes[False, True]} wrong -> right, {fixes[True, False]} right -> wrong), "
-                 f"{len(self.readings)} replies read differently, {len(self.diverged)} diverged"
-                 + ("; written" if self.written else "")]
-        lines += [f"  debate {c['item_id']}: " + ", ".join(f"{k} {c[k][0]!r} -> {c[k][1]!r}" for k in DECIDED
-                                                       if c[k][0] != c[k][1]) for c in self.changed]
-        lines += [f"  reply {r['item_id']} {r['agent']} {r['phase']} round {r['round']}: "
+        seeds = len({k["seed"] for k in [*self.changed, *self.readings, *self.kept]}) > 1
+        where = (lambda r: f"{r['item_id']} seed {r['seed']}") if seeds else (lambda r: r["item_id"])
+        lines = [f"{self.folder}: {self.debates - len(self.kept)} of {self.debates} debates played back whole from "
+                 f"{self.calls} recorded calls (no model); {len(self.changed)} changed ({fixes[False, True]} wrong -> "
+                 f"right, {fixes[True, False]} right -> wrong), {len(self.readings)} replies read differently, "
+                 f"{len(self.kept)} kept as recorded" + ("; written" if self.written else "")]
+        lines += [f"  debate {where(c)}: " + ", ".join(f"{k} {c[k][0]!r} -> {c[k][1]!r}" for k in DECIDED
+                                                      if c[k][0] != c[k][1]) for c in self.changed]
+        lines += [f"  reply {where(r)} {r['agent']} {r['phase']} round {r['round']}: "
                   f"{_difference(r['before'], r['after'])}" for r in self.readings]
-        lines += [f"  diverged {d['item_id']}: {d['why']}" for d in self.diverged]
+        lines += [f"  kept {where(k)}: {k['why']}" for k in self.kept]
         return "\n".join(lines)
 
 
@@ -84,17 +88,18 @@ def rescore(path: Path | str, write: bool = False) -> Rescore:
     folder = RunFolder(path)
     if not (folder.path / "run.json").is_file():
         raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
-    record = folder.read_run()
     if write:
-        folder.lock()  # no run may write here while it is played back and rewritten
+        folder.lock()  # no run may write here while it is read, played back and rewritten
     try:
-        return _rescore(folder, record, write)
+        return _rescore(folder, folder.read_run(), write)
     finally:
         folder.close()
 
 
 def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
-    config = record.config.model_copy(update={"model": record.model, "cache": False})
+    # no model is asked: no cache, no server, no key (a run made with an API key replays without it)
+    config = record.config.model_copy(update={"model": record.model, "cache": False, "api_base": None,
+                                              "api_key_env": None, "model_options": {}})
     old = folder.debates()
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in old}
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
@@ -112,7 +117,6 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
             raise RunFolderError(f"cannot rescore {folder.path}: dataset {again.record.dataset.path} "
                                  "changed since the run")
         new_events = RunFolder(again.path).events()
-    result.model_calls = gateway.stats["calls"]
     new_by_place = {(d.item_id, d.seed): d for d in again.debates}
     by_debate: dict[str, list[dict]] = {}
     for e in [*events, *new_events]:  # debate ids are random: the recorded and the new never meet
@@ -125,7 +129,10 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         after = by_debate.get(new.debate_id, []) if new else []
         why, pairs = _pair(by_debate.get(d.debate_id, []), after, seed)
         if new is None or why:
-            result.diverged.append({"item_id": d.item_id, "seed": d.seed, "why": why or "not played back"})
+            result.kept.append({"item_id": d.item_id, "seed": d.seed, "why": why or "not played back"})
+            continue
+        if write and (why := _own_files(folder, d, new)):
+            result.kept.append({"item_id": d.item_id, "seed": d.seed, "why": why})
             continue
         for b, a in pairs:
             if b.get("output") != a.get("output"):
@@ -137,7 +144,7 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         usage = d.usage.model_copy(update={k: getattr(new.usage, k) for k in READ_USAGE})
         kept = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
                                       "wall_s": d.wall_s, "usage": usage})
-        replaced[d.debate_id] = (kept, {_identity(b): {k: a.get(k) for k in READING} for b, a in pairs})
+        replaced[d.debate_id] = (kept, {_identity(b): _reading(b, a) for b, a in pairs})
     if write and (result.changed or result.readings):
         _write(folder, replaced, result, record)
         result.written = True
@@ -145,7 +152,8 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
 
 
 def _pair(before, after: list[dict], seed) -> tuple[str | None, list[tuple[dict, dict]]]:
-    """Each recorded call of a debate with its played-back call (same place, same prompt), or why not."""
+    """Each recorded call of a debate with its played-back call (same place, same prompt, as many
+    attempts), or why not."""
     if failed := [a for a in after if a.get("error_kind") == NOT_RECORDED]:
         return f"{len(failed)} call(s) not played back; first: {failed[0]['error'].partition(': ')[2]}", []
     waiting: dict[tuple, list[dict]] = {}
@@ -156,10 +164,31 @@ def _pair(before, after: list[dict], seed) -> tuple[str | None, list[tuple[dict,
         match = waiting.get(_place(b, seed))
         if not match:
             return f"the recorded call of {b['agent']} ({b['phase']}, round {b['round']}) was not asked again", []
-        pairs.append((b, match.pop(0)))
+        a = match.pop(0)
+        if len(a.get("repairs") or []) != len(b.get("repairs") or []):
+            return (f"the reply of {b['agent']} ({b['phase']}, round {b['round']}) reads in "
+                    f"{len(a.get('repairs') or []) + 1} attempt(s) where the run took {len(b.get('repairs') or []) + 1}"), []
+        pairs.append((b, a))
     if extra := sum(len(v) for v in waiting.values()):
         return f"{extra} call(s) more than recorded", []
     return None, pairs
+
+
+def _reading(before: dict, after: dict) -> dict:
+    """The new reading of a recorded call: its output, errors and reading faults from the play-back,
+    its other faults (retries, timeouts) as recorded."""
+    faults = [f for f in before.get("faults") or [] if f not in READ_FAULTS]
+    return {**{k: after.get(k) for k in READING},
+            "faults": faults + [f for f in after.get("faults") or [] if f in READ_FAULTS]}
+
+
+def _own_files(folder: RunFolder, old: DebateRecord, new: DebateRecord) -> str | None:
+    """Why `--write` leaves a debate alone: files of its own that a rescore does not rewrite."""
+    if (folder.path / "items" / item_folder_name(old.item_id)).exists():
+        return "its protocol keeps files of its own under items/, which a rescore does not rewrite"
+    if old.needs_human_review or new.needs_human_review:
+        return "escalated to human review, whose queue a rescore does not rewrite"
+    return None
 
 
 def _place(event: dict, seed) -> tuple:
@@ -181,7 +210,7 @@ def _write(folder: RunFolder, replaced: dict, result: Rescore, record: RunRecord
     folder.rewrite(debate, event)
     record.rescores.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                             "debates": result.debates, "changed": len(result.changed),
-                            "readings": len(result.readings), "diverged": len(result.diverged)})
+                            "readings": len(result.readings), "kept": len(result.kept)})
     record.summary |= summarize(folder.debates())
     folder.write_run(record)
 

@@ -18,6 +18,7 @@ expressions, where an option is read by its value as well as by its text.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -433,9 +434,14 @@ def test_a_number_set_against_the_answer_and_a_judging_marker_are_not_the_answer
     assert extract(row["kind"], row["reply"]) == row["answer"]
 
 
-def test_those_replies_were_misread_before_but_the_judged_control():
-    misread = [r for r in STUDY_REPLIES if r["recorded"] != r["answer"]]
-    assert len(misread) == len(STUDY_REPLIES) - 1 and STUDY_REPLIES[-1]["recorded"] == 23
+def test_without_the_two_rules_those_replies_read_as_recorded(monkeypatch):
+    from debatekit.protocols.shared import extract as reader
+
+    never = re.compile(r"(?!)(x)")  # matches nothing; one group, as NEGATED's substitution needs
+    for rule in ("NEGATED", "SET_AGAINST", "JUDGED"):
+        monkeypatch.setattr(reader, rule, never)
+    assert [extract(r["kind"], r["reply"]) for r in STUDY_REPLIES] == [r["recorded"] for r in STUDY_REPLIES]
+    assert sum(r["recorded"] != r["answer"] for r in STUDY_REPLIES) == len(STUDY_REPLIES) - 1  # item 34: a control
 
 
 @pytest.mark.parametrize("kind, choices, reply, expected", [
@@ -446,6 +452,12 @@ def test_those_replies_were_misread_before_but_the_judged_control():
     ("integer", None, "Your answer is wrong: 12 is too low.\nAnswer: 18", 18),
     ("integer", None, "Agent 2's answer is incorrect. The total is 18.", 18),  # no other marker: the whole reply
     ("integer", None, "The answer is 18, which is correct.", 18),
+    ("integer", None, "The answer is right: 42.\nCheck: 42 / 6 = 7", 42),  # a verdict with its number
+    ("number", None, "The answer is accurate to the nearest dollar: $42.\nThat is 6 * 7.", 42),
+    ("integer", None, "Your answer is correct, 18.\nCheck: 3 + 15 = 18, yes; 2 bags left over.", 18),
+    ("integer", None, "Answer: 35. The other agent got 45, not 35.", 35),  # a marker's own number first
+    ("integer", None, "The total is 18 (not 12).", 18),
+    ("integer", None, "So it is 3, not 4 or 5.", 3),
     ("choice", ["left", "right", "up"], "The answer is: right", "B"),  # an option named like a verdict
     ("yesno", None, "The other agent's answer is correct, so yes.", "yes"),
 ])

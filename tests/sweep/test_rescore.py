@@ -61,9 +61,9 @@ def test_a_run_read_by_the_same_code_comes_out_the_same_without_a_model_call(rec
     folder, asked = recorded
     before = (lines(folder / "debates.jsonl"), lines(folder / "events.jsonl"))
     result = rescore(folder)
-    assert asked == [] and result.model_calls == 0
+    assert asked == []
     assert (result.debates, result.calls) == (3, 18)  # 3 items, 3 agents, 2 rounds
-    assert result.changed == result.readings == result.diverged == [] and not result.written
+    assert result.changed == result.readings == result.kept == [] and not result.written
     assert (lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")) == before  # nothing written
 
 
@@ -73,7 +73,7 @@ def test_a_mended_reader_changes_the_answers_it_reads_and_the_debates_they_decid
     assert old["q2"].rounds[0].answers["agent1"] == 25
     mended_reader(monkeypatch)
     result = rescore(folder)
-    assert asked == [] and result.diverged == []
+    assert asked == [] and result.kept == []
     # agent1's two replies on q2 (rounds 1 and 2) read 20 now; the majority was 20 before and after
     assert sorted((r["item_id"], r["agent"], r["round"], r["before"]["answer"], r["after"]["answer"])
                   for r in result.readings) == [("q2", "agent1", 1, 25, 20), ("q2", "agent1", 2, 25, 20)]
@@ -119,7 +119,7 @@ def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was
     # the tie went to the first answer, 25, before: the debate changed, and says so
     assert [(c["item_id"], c["final_answer"], c["correct"], c["converged"]) for c in result.changed] == \
         [("q2", (25, 20), (False, True), (False, True))]
-    assert "1 debates changed (1 wrong -> right, 0 right -> wrong)" in result.describe()
+    assert "1 changed (1 wrong -> right, 0 right -> wrong)" in result.describe()
     assert rescore(folder).readings == []  # written: read again, nothing left to change
 
 
@@ -133,6 +133,100 @@ def test_a_packed_run_is_rewritten_packed(recorded, monkeypatch):
     assert sorted(e["output"]["answer"] for e in events if e["item_id"] == "q2") == [20] * 6
 
 
+def test_write_keeps_the_faults_of_the_work_and_counts_a_reading_fault_once(
+        tmp_path, arithmetic_file, model_from, monkeypatch):
+    from debatekit.models import scripted
+
+    tried = set()
+
+    def reply(req):
+        where = (req.item_id, req.call["agent"], req.call["round"])
+        if where == ("q1", "agent1", 1) and where not in tried:  # a rate limit, retried
+            tried.add(where)
+            return scripted.Fault("rate_limit", "slow down")
+        return replies(req)
+
+    run(society(arithmetic_file, model_from(reply)), tmp_path / "r", progress=False)
+    events = [json.loads(line) for line in lines(tmp_path / "r" / "events.jsonl")]
+    retried = [e for e in events if e["faults"] == ["rate_limit"]]
+    assert len(retried) == 1 and retried[0]["retries"] == 1
+    mended_reader(monkeypatch)
+    assert rescore(tmp_path / "r", write=True).written
+    after = [json.loads(line) for line in lines(tmp_path / "r" / "events.jsonl")]
+    assert [e["faults"] for e in after if e["ts"] == retried[0]["ts"]] == [["rate_limit"]]
+
+
+def test_a_reply_that_reads_where_the_run_repaired_it_keeps_its_debate(tmp_path, arithmetic_file, model_from,
+                                                                        monkeypatch):
+    def reply(req):
+        repairing = "could not be used" in req.messages[-1]["content"]
+        if (req.item_id, req.call["agent"]) == ("q2", "agent1") and not repairing:
+            return "I think it is twenty."
+        return replies(req) if req.item_id != "q2" else answer(20)
+
+    one_round = society(arithmetic_file, model_from(reply)).model_copy(update={"params": {"agents": 3, "rounds": 1}})
+    run(one_round, tmp_path / "r", progress=False)
+    before = lines(tmp_path / "r" / "events.jsonl")
+    assert sum(bool(json.loads(line)["repairs"]) for line in before) == 1
+    reading = gateway._parse
+
+    def lenient(output, text, free_text, ending):  # a reader that now reads the prose reply
+        if "twenty" in text:
+            return output.model_validate({"reasoning": text, "answer": 20})
+        return reading(output, text, free_text, ending)
+
+    monkeypatch.setattr(gateway, "_parse", lenient)
+    result = rescore(tmp_path / "r", write=True)
+    assert [(k["item_id"], k["why"]) for k in result.kept] == \
+        [("q2", "the reply of agent1 (answer, round 1) reads in 1 attempt(s) where the run took 2")]
+    assert lines(tmp_path / "r" / "events.jsonl") == before  # the repaired reply is not lost
+
+
+def test_a_repair_that_failed_counts_its_cut_off_reply_once():
+    import asyncio
+
+    from pydantic import BaseModel
+
+    from debatekit.models.providers import CALL_CONTEXT
+    from debatekit.models.recorded import Recorded
+
+    class Reply(BaseModel):
+        answer: int
+
+    asked = [{"role": "user", "content": "Q"}]
+    # an old event: the first reply was cut off and unreadable, and its repair timed out
+    event = {"debate_id": "d", "item_id": "q1", "agent": "a", "phase": "answer", "round": 1, "messages": asked,
+             "text": "long...", "faults": ["parse", "cut_off", "timeout"], "parse_failures": 1,
+             "error": "timeout: call time limit reached", "error_kind": "timeout", "completion_tokens": 800,
+             "repairs": [{"text": "long...", "repair_prompt": "?"}]}
+    seen = []
+
+    class Watched(Recorded):
+        async def _fetch(self, model, messages, *args):
+            seen.append(messages)
+            return await super()._fetch(model, messages, *args)
+
+    async def play(events):
+        where = CALL_CONTEXT.set({"item_id": "q1", "seed": 0, "agent": "a", "phase": "answer", "round": 1})
+        try:
+            return await Watched(events, {"d": 0}).complete("m", asked, Reply, max_tokens=800)
+        finally:
+            CALL_CONTEXT.reset(where)
+
+    asyncio.run(play([event]))
+    event["repairs"][0]["repair_prompt"] = seen[-1][-1]["content"]  # the repair as the gateway words it
+    done = asyncio.run(play([event]))
+    assert done.faults == ["parse", "cut_off", "timeout"] and done.cut_offs == 1
+    assert done.error_kind == "timeout"
+
+
+def test_runs_of_an_item_under_two_seeds_are_played_back_apart(tmp_path, arithmetic_file, model_from, monkeypatch):
+    model = model_from(lambda req: answer(req.params["seed"] % 1000))  # each seed answers its own number
+    run(society(arithmetic_file, model, seeds=2), tmp_path / "r", progress=False)
+    result = rescore(tmp_path / "r")
+    assert result.debates == 6 and result.kept == result.readings == result.changed == []
+
+
 def test_a_call_recorded_as_failed_fails_again(tmp_path, arithmetic_file, model_from):
     def reply(req):
         if (req.item_id, req.call["agent"], req.call["round"]) == ("q1", "agent3", 2):
@@ -144,7 +238,7 @@ def test_a_call_recorded_as_failed_fails_again(tmp_path, arithmetic_file, model_
     first = run(society(arithmetic_file, model), tmp_path / "r", progress=False)
     assert {d.item_id: d.status for d in first.debates}["q1"] == "degraded"
     result = rescore(tmp_path / "r")
-    assert result.diverged == result.changed == result.readings == [] and result.model_calls == 0
+    assert result.kept == result.changed == result.readings == []
 
 
 def test_a_debate_that_cannot_be_played_back_whole_keeps_its_record(recorded, monkeypatch):
@@ -159,9 +253,9 @@ def test_a_debate_that_cannot_be_played_back_whole_keeps_its_record(recorded, mo
     path.write_text("".join(json.dumps(e) + "\n" for e in events))
     mended_reader(monkeypatch)
     result = rescore(folder, write=True)
-    assert [(d["item_id"], d["why"].split(";")[0]) for d in result.diverged] == \
+    assert [(d["item_id"], d["why"].split(";")[0]) for d in result.kept] == \
         [("q3", "4 call(s) not played back")]  # its own, and the round-2 calls that would have shown it
-    assert "did not record the replies it repaired (agent2, answer, round 1" in result.diverged[0]["why"]
+    assert "did not record the replies it repaired (agent2, answer, round 1" in result.kept[0]["why"]
     after = [json.loads(line) for line in lines(path)]
     assert [e for e in after if e["item_id"] == "q3"] == [e for e in events if e["item_id"] == "q3"]
 
@@ -182,7 +276,7 @@ def test_an_old_event_gives_each_repaired_reply_the_ending_its_faults_recorded()
 def test_the_command_reads_a_study_folder_and_skips_a_run_in_use(recorded, capsys):
     folder, _ = recorded
     assert main(["rescore", str(folder.parent)]) == 0
-    assert "3 debates played back from 18 recorded calls, 0 model calls; 0 debates changed" in capsys.readouterr().out
+    assert "3 of 3 debates played back whole from 18 recorded calls (no model); 0 changed" in capsys.readouterr().out
     busy = RunFolder(folder)
     busy.lock()
     try:
@@ -190,3 +284,19 @@ def test_the_command_reads_a_study_folder_and_skips_a_run_in_use(recorded, capsy
     finally:
         busy.close()
     assert "in use by process" in capsys.readouterr().err
+
+
+def test_a_run_that_cannot_be_played_back_is_named_and_the_others_go_on(tmp_path, arithmetic_file, model_from,
+                                                                         monkeypatch, capsys):
+    model = model_from(replies)
+    monkeypatch.setenv("SOME_KEY", "secret")
+    run(society(arithmetic_file, model, api_key_env="SOME_KEY"), tmp_path / "runs" / "a", progress=False)
+    run(society(arithmetic_file, model), tmp_path / "runs" / "b", progress=False)
+    monkeypatch.delenv("SOME_KEY")  # no key on this machine: a play-back needs none
+    record = json.loads((tmp_path / "runs" / "b" / "run.json").read_text())
+    record["config"]["protocol"] = "no_such_protocol"
+    (tmp_path / "runs" / "b" / "run.json").write_text(json.dumps(record))
+    assert main(["rescore", str(tmp_path / "runs")]) == 1
+    out, err = capsys.readouterr()
+    assert "runs/a: 3 of 3 debates played back whole" in out
+    assert "skipped" in err and "runs/b" in err and "no_such_protocol" in err

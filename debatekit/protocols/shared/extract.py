@@ -69,13 +69,20 @@ from debatekit.models.gateway import TRUNCATED
 from debatekit.protocols.shared.fields import as_probability
 
 MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
-JUDGED = re.compile(r"\s*(?:not\s+|also\s+)?(?:in)?(?:correct|right|wrong|valid|accurate|flawed)\b", re.IGNORECASE)
-"""What follows a marker that judges an answer instead of stating one: `answer is correct`."""
+JUDGED = re.compile(r"\s*(?:not\s+|also\s+)?(?:in)?(?:correct|right|wrong|valid|accurate|flawed)\b(?!\s*[:=])"
+                    r"(?![^\n.;]*\d)", re.IGNORECASE)
+"""What follows a marker that judges an answer instead of stating one: `answer is correct.`, with no
+number in the rest of its clause (`Your answer is correct, 18.` and `The answer is right: 42` state one)."""
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
-NEGATED = re.compile(r"(?<=\d)([^\d\n.;]{0,40}?),?\s+(?:and\s+)?not\s+(?:the\s+)?-?\d+(?:\.\d+)?")
-"""A number set against the one before it in its clause ("35 hours, not 45 hours"): not an answer."""
+_NOT = r"(?:,?\s+|\s*\()(?:and\s+)?not\s+(?:the\s+)?"
+_NUM = r"-?\d+(?:\.\d+)?"
+NEGATED = re.compile(r"(?<=\d)([^\d\n.;]{0,40}?)" + _NOT + _NUM + r"(?:\s*(?:,|or|nor|and)\s*" + _NUM + r")*\)?")
+"""Numbers set against the one before them in its clause ("35 hours, not 45 hours", "18 (not 12)",
+"3, not 4 or 5"): none is an answer."""
+SET_AGAINST = re.compile(r"\s*(" + _NUM + r")[^\d\n.;]{0,40}?" + _NOT + r"\d")
+"""A marker's answer set against another number right away ("the answer is $37.50, not $20")."""
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
 CONFIDENCE = re.compile(r"\bconfidence(?:\s+level)?\s*(?:is\b|:|=)\s*:?\s*(-?\d+(?:\.\d+)?\s*%?)", re.IGNORECASE)
 # a confidence in the model's own words, from the same `\bconfidence` as CONFIDENCE: the number right after
@@ -203,9 +210,11 @@ def _number(segment: str, marked: bool) -> int | float | None:
     plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", ""))
     if marked:
         plain = plain.strip().split("\n")[0]
+        if against := SET_AGAINST.match(plain):  # `answer is 37.50, not 20`: the first
+            plain = against.group(1)
     else:
-        plain = LIST_ITEM.sub(" ", plain)
-    numbers = NUMBER.findall(NEGATED.sub(r"\1", plain))
+        plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
+    numbers = NUMBER.findall(plain)
     if not numbers:
         return None
     value = float(numbers[-1])
