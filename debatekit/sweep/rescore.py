@@ -142,9 +142,9 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
             result.changed.append({"item_id": d.item_id, "seed": d.seed,
                                    **{k: (_plain(getattr(d, k)), _plain(getattr(new, k))) for k in DECIDED}})
         usage = d.usage.model_copy(update={k: getattr(new.usage, k) for k in READ_USAGE})
-        kept = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
-                                      "wall_s": d.wall_s, "usage": usage})
-        replaced[d.debate_id] = (kept, {_identity(b): _reading(b, a) for b, a in pairs})
+        rescored = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
+                                          "wall_s": d.wall_s, "usage": usage})
+        replaced[d.debate_id] = (rescored, {_identity(b): _reading(b, a) for b, a in pairs})
     if write and (result.changed or result.readings):
         _write(folder, replaced, result, record)
         result.written = True
