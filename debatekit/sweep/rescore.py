@@ -18,7 +18,8 @@ record, and only the model can score it again (drop its records and `--resume`).
 With `write`, each debate played back whole replaces its record, and each of its call events
 takes the new reading (`output`, the reading's faults and errors), keeping the work as it was
 done (ids, times, tokens, calls, replies, retries), so that a study's compute tables do not
-change; every other line stays byte for byte, and `run.json` gains a `rescores` entry. A debate
+change; every other line stays byte for byte, and `run.json` gains a `rescores` entry (a sweep
+point's sidecar, `<point>.json` beside it, takes the run's new summary). A debate
 whose protocol keeps files of its own under `items/` or that is escalated to human review (in
 the run or played back) is kept as it is: neither is rewritten.
 """
@@ -213,6 +214,14 @@ def _write(folder: RunFolder, replaced: dict, result: Rescore, record: RunRecord
                             "readings": len(result.readings), "kept": len(result.kept)})
     record.summary |= summarize(folder.debates())
     folder.write_run(record)
+    sidecar = folder.path.parent / f"{folder.path.name}.json"  # a sweep's point: its sidecar says the same
+    try:
+        point = json.loads(sidecar.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    if isinstance(point, dict) and point.get("run_id") == record.run_id:
+        point["summary"] = record.summary
+        sidecar.write_text(json.dumps(point, indent=2, default=str), encoding="utf-8")
 
 
 def _identity(event: dict) -> tuple:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from pathlib import Path
 
 import pytest
 
@@ -96,6 +97,8 @@ def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was
     work = study.compute(tables).drop(columns="run_id").to_dict("records")
     mended_reader(monkeypatch)
 
+    (tmp_path / "r.json").write_text(json.dumps({"run_id": json.loads((folder / "run.json").read_text())["run_id"],
+                                                 "summary": {"accuracy": 2 / 3}}))
     result = rescore(folder, write=True)
     assert result.written and len(result.readings) == 1
     new_debates, new_events = lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")
@@ -114,6 +117,8 @@ def test_write_puts_the_new_readings_in_the_records_and_keeps_the_work_as_it_was
     assert [line for line in new_debates if '"q2"' not in line] == [line for line in old_debates if '"q2"' not in line]
     assert study.compute(analysis.load_runs([folder])).drop(columns="run_id").to_dict("records") == work
     record = json.loads((folder / "run.json").read_text())
+    sidecar = json.loads((tmp_path / "r.json").read_text())  # the sweep's sidecar of this point
+    assert sidecar["summary"] == record["summary"] and sidecar["summary"]["accuracy"] == 1.0
     assert record["rescores"][-1]["readings"] == 1 and "git_commit" in record["rescores"][-1]
     assert record["summary"]["accuracy"] == 1.0
     # the tie went to the first answer, 25, before: the debate changed, and says so
@@ -300,3 +305,17 @@ def test_a_run_that_cannot_be_played_back_is_named_and_the_others_go_on(tmp_path
     out, err = capsys.readouterr()
     assert "runs/a: 3 of 3 debates played back whole" in out
     assert "skipped" in err and "runs/b" in err and "no_such_protocol" in err
+
+
+STUDY = Path(__file__).resolve().parents[2] / "results" / "studies" / "gsm8k"
+REPAIRS_LOST = {"society_of_mind": 4, "self_consistency": 6, "mad": 1}
+"""Debates of the committed study with a reply repaired before call events kept repaired replies."""
+
+
+@pytest.mark.parametrize("point", sorted(p.parent.name for p in STUDY.glob("*/run.json")))
+def test_the_committed_study_reads_as_recorded_with_todays_readers(point):
+    # a reader changed since the study's runs were read: `debatekit rescore --write results/studies/gsm8k`
+    result = rescore(STUDY / point)
+    assert result.changed == result.readings == []
+    assert len(result.kept) == REPAIRS_LOST.get(point.split("-")[0], 0)
+    assert all("did not record the replies it repaired" in k["why"] for k in result.kept)
