@@ -154,7 +154,8 @@ def accuracy_grid(configs: pd.DataFrame, x: str = "rounds", line: str = "agents"
 
 def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label: str = "label",
                   pareto: pd.Series | None = None, title: str = "Cost against accuracy") -> go.Figure:
-    """One point per configuration (cost per item against accuracy), the Pareto front marked and joined.
+    """One point per configuration (cost per item against accuracy), the Pareto front marked and joined;
+    a configuration with fewer items than the most (a study part-way) is labelled with its `n`.
 
     Args:
         configs: `analysis.config_table` rows with a `label` column naming each configuration.
@@ -171,6 +172,10 @@ def cost_accuracy(configs: pd.DataFrame, cost: str = "completion_tokens", label:
     if pareto is not None:
         pareto = pareto[placed]
     configs = configs[placed]  # a configuration with no finished item has no point to draw
+    if "items" in configs and configs["items"].nunique() > 1:  # a part-way configuration says on how many
+        short = configs["items"] < configs["items"].max()
+        configs = configs.assign(**{label: configs[label].where(
+            ~short, configs[label] + " (n=" + configs["items"].astype("Int64").astype(str) + ")")})
     front = pareto if pareto is not None else pareto_front(configs, cost, "accuracy")
     line = configs[front].sort_values(cost)
     shown, position = _point_labels(configs, cost, label, line)
@@ -213,10 +218,15 @@ def _point_labels(configs: pd.DataFrame, cost: str, label: str,
         own = _box(x, y, "", "marker", unit)
         others = placed + [p for p in points if p != own]
         boxes = {side: _box(x, y, shown[idx], side, unit) for side in SIDES}
-        side = min(SIDES, key=lambda s: sum(_overlap(boxes[s], o) for o in others))
+        side = min(SIDES, key=lambda s: (_off_axis(boxes[s]), sum(_overlap(boxes[s], o) for o in others)))
         position[idx] = side
         placed.append(boxes[side])
     return shown, position
+
+
+def _off_axis(box: tuple[float, float, float, float]) -> bool:
+    """Whether a label's box reaches past the accuracy axis, where the plot cuts it off (a point at 1.0)."""
+    return box[3] > SHARE["range"][1] or box[2] < SHARE["range"][0]
 
 
 def _units(x: pd.Series) -> tuple[float, float]:

@@ -148,6 +148,17 @@ def test_labels_of_points_crowded_at_one_cost_go_to_different_sides():
     assert high >= right_edge > centred  # the label put right reaches past any centred one, and fits
 
 
+def test_a_configuration_part_way_says_its_n_and_a_label_at_the_top_stays_on_the_plot():
+    frame = configs().assign(items=20)
+    frame.loc[5, ["items", "accuracy", "low", "high"]] = [1, 1.0, 1.0, 1.0]  # SC3: one item, right
+    fig = plots.cost_accuracy(frame)
+    texts = {t for trace in fig.data if trace.text is not None for t in trace.text if t}
+    assert "SC3 (n=1)" in texts and not any("(n=20)" in t for t in texts)
+    front = {t.name: t for t in fig.data}["Pareto front"]
+    side = dict(zip(front.text, front.textposition))["SC3 (n=1)"]
+    assert side != "top center"  # above a point at 1.0 the plot would cut the label off
+
+
 def test_cost_accuracy_draws_what_it_can_and_says_when_there_is_nothing():
     frame = configs()
     frame.loc[5, "completion_tokens"] = float("nan")  # SC3 finished no item yet
