@@ -105,7 +105,6 @@ class Recorded(Gateway):
                 self.unrecorded_repairs.add(place(*where, event.get("messages") or []))
             for messages, reply in tries:
                 self.replies[place(*where, messages)].append(reply)
-        self.missing: list[tuple] = []
 
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
         where = CALL_CONTEXT.get()
@@ -113,7 +112,6 @@ class Recorded(Gateway):
                       where.get("round"), messages)
         found = self.replies.get(asked)
         if not found:
-            self.missing.append(asked)
             return _not_recorded(done, where, "its reply was repaired in a run that did not record the replies it "
                                  "repaired" if asked in self.unrecorded_repairs else "no reply was recorded for this prompt")
         reply = found.pop(0) if len(found) > 1 else found[0]
@@ -127,7 +125,6 @@ class Recorded(Gateway):
             return None
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
-        self.stats["replayed"] += 1
         reply = {k: v for k, v in reply.items() if k != "key"}
         _add_usage(done, reply)
         done.replies.append(reply_record(key, reply))

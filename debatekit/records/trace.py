@@ -17,6 +17,7 @@ lock when its holder dies, so a killed run never blocks `--resume`. Readers take
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import gzip
@@ -360,16 +361,11 @@ class RunFolder:
         if not (self.path / EVENTS_FILE).exists():
             after = sum(path.stat().st_size for path in _event_files(self.path))
             return after, after
-        took = self._lock is None
-        self.lock()
-        try:  # the files as they are once no run can write
+        with self._held():  # the files as they are once no run can write
             before = sum(path.stat().st_size for path in _event_files(self.path))
             lines = [line for line in _event_lines(self.path) if line.endswith("\n")]
             _rewrite(self.path / PACKED_EVENTS_FILE, lines)
             (self.path / EVENTS_FILE).unlink()
-        finally:
-            if took:
-                self._unlock()
         return before, sum(path.stat().st_size for path in _event_files(self.path))
 
     def rewrite(self, debates: Callable[[dict], BaseModel | None], events: Callable[[dict], dict | None]) -> None:
@@ -380,9 +376,7 @@ class RunFolder:
         Raises:
             RunFolderError: a run writes in the folder now (its process named).
         """
-        took = self._lock is None
-        self.lock()
-        try:
+        with self._held():
             for path, change in [*((p, events) for p in _event_files(self.path)),
                                  (self.path / DEBATES_FILE, debates)]:
                 lines, changed = [], False
@@ -398,6 +392,14 @@ class RunFolder:
                     lines.append(line)
                 if changed:
                     _rewrite(path, lines)
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
+        """The folder's lock for the block: taken if this folder does not hold it, given back after."""
+        took = self._lock is None
+        self.lock()
+        try:
+            yield
         finally:
             if took:
                 self._unlock()
