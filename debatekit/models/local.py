@@ -31,7 +31,8 @@ from typing import Callable, Iterator
 
 from debatekit.models import cores, repetition
 from debatekit.models.errors import LocalModelError
-from debatekit.models.prefix_cache import DEFAULT_CACHE_RAM_MIB, PrefixCache, SlotRouter, prefix_cache  # noqa: F401
+from debatekit.models.prefix_cache import (DEFAULT_CACHE_RAM_MIB, PrefixCache, SharedPrefill, SlotRouter,  # noqa: F401
+                                           prefix_cache)
 
 DEFAULT_LOCAL = "qwen2.5-coder-1.5b-instruct"
 DEFAULT_MODEL = f"local/{DEFAULT_LOCAL}"
@@ -225,6 +226,8 @@ class Engine:
         self.turns = turns or (TURNS if mix() == "turns" else cores.Turns())
         self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
         self.router = SlotRouter(slots) if self.cache.reuse else None
+        # identical prompts sent together are read once: needs the host cache to hand the state on
+        self.shared = SharedPrefill() if self.router is not None and self.cache.ram_mib != 0 else None
         self.server = xllamacpp.Server(params)
         # handle_chat_completions blocks its thread: one thread per slot keeps every slot busy.
         self.pool = ThreadPoolExecutor(max_workers=slots, thread_name_prefix="debatekit-local")
@@ -251,7 +254,16 @@ class Engine:
     def _chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         if self.router is None:
             return self._streamed(request, cancelled)
-        slot, reserved = self.router.choose(request["messages"])
+        shared = None
+        if self.shared is not None:
+            shared = self.shared.join(request["messages"], lambda: self._prime(request, cancelled), cancelled)
+        reply = self._routed(request, cancelled, pin=shared is None)
+        if shared is not None and shared["work"]:
+            _charge(reply, shared["work"])
+        return reply
+
+    def _routed(self, request: dict, cancelled: threading.Event | None = None, pin: bool = True) -> dict:
+        slot, reserved = self.router.choose(request["messages"], pin=pin)
         routed = {**request, "verbose": True, **({} if slot is None else {"id_slot": slot})}
         used, held = None, None
         try:
@@ -262,6 +274,19 @@ class Engine:
             return reply
         finally:
             self.router.release(reserved, used, held)
+
+    def _prime(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+        """Read `request`'s prompt into a slot (a one-token reply), then start a one-token request
+        of its own so that llama.cpp parks that idle slot's state in its host prompt cache
+        (`SharedPrefill`). Returns the engine timings of the two, added up."""
+        primer = self._routed({**request, "max_tokens": 1}, cancelled)
+        nudge = self._routed({"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0.0},
+                             cancelled, pin=False)
+        work = {}
+        for reply in (primer, nudge):
+            for key in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms"):
+                work[key] = work.get(key, 0) + ((reply.get("timings") or {}).get(key) or 0)
+        return work
 
     def _streamed(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
@@ -292,6 +317,19 @@ class Engine:
 
     async def achat(self, request: dict) -> dict:
         return await asyncio.get_running_loop().run_in_executor(self.pool, self.chat, request)
+
+
+def _charge(reply: dict, work: dict) -> None:
+    """Count the prompt reading of a shared prompt's primer (`SharedPrefill`) in the reply of the
+    request that ran it: the engine read that prompt once, and the trace says so once."""
+    timings = reply.setdefault("timings", {})
+    read = int(work.get("prompt_n") or 0)
+    timings["prompt_n"] = (timings.get("prompt_n") or 0) + read
+    timings["prompt_ms"] = (timings.get("prompt_ms") or 0.0) + (work.get("prompt_ms") or 0.0)
+    timings["cache_n"] = max(0, (timings.get("cache_n") or 0) - read)
+    details = (reply.get("usage") or {}).get("prompt_tokens_details")
+    if isinstance(details, dict) and details.get("cached_tokens") is not None:
+        details["cached_tokens"] = max(0, details["cached_tokens"] - read)
 
 
 def _assembled(chunks: list, watch: "repetition.LoopWatch") -> dict:
