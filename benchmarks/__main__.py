@@ -14,6 +14,7 @@ BENCHMARKS = {
     "reply_lengths": "completion tokens of the committed free-text replies per answer kind, and the loop rule on them",
     "slots": "one queue of GSM8K calls on the local model at 4, 8, 16, 32 slots: tokens/s, latency, KV memory",
     "two_models": "two local models in one process (a mixed debate): engines taking turns vs sharing the cores",
+    "shared_prefill": "reconcile's identical discussion prompts on the local model: read once (shared) vs once per slot",
     "concurrent_runs": "two local runs at once: aggregate tok/s and each one's share, own engines vs one shared engine",
     "answer_formats": "the answer-format tables (text, json-steps, json-string) from the committed runs",
     "caps": "the reply-cap tables of dynamics and judge_refine from the committed runs",

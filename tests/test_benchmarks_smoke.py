@@ -20,3 +20,12 @@ def test_the_table_scripts_read_the_committed_runs_where_they_are(capsys):
     assert answer_formats.main([]) == 0 and caps.main([]) == 0
     out = capsys.readouterr().out
     assert "| all (pooled) |" in out and "judge_refine" in out
+
+
+def test_the_shared_prefill_benchmark_replays_the_committed_discussion_rounds():
+    from benchmarks.shared_prefill import groups
+    from debatekit.models.prefix_cache import SharedPrefill
+
+    rounds = groups()
+    assert len(rounds) == 11  # 11 discussion rounds, each sent by three agents
+    assert all(sum(len(m["content"]) for m in r) >= SharedPrefill().min_chars for r in rounds)  # each one shared
