@@ -17,6 +17,7 @@ as failed while every finished point stays on disk.
 
 from __future__ import annotations
 
+import logging
 import os
 
 from debatekit._base.extras import need
@@ -46,8 +47,11 @@ class DaskExecutor:
                 return Client(self.scheduler, timeout=f"{self.connect_timeout}s"), None
             except OSError as exc:
                 raise ValueError(f"cannot reach the Dask scheduler at {self.scheduler}: {exc}") from exc
+        # silence_logs: the sweep reports each point's failure itself; left at WARNING, a stop could
+        # print a worker's heartbeat traceback (the scheduler already closed) before "sweep stopped"
         cluster = LocalCluster(n_workers=min(self.workers, n_tasks), threads_per_worker=1, processes=True,
-                               host="127.0.0.1", dashboard_address=None, scheduler_port=0)
+                               host="127.0.0.1", dashboard_address=None, scheduler_port=0,
+                               silence_logs=logging.CRITICAL)
         return Client(cluster), cluster
 
     def map_unordered(self, fn, tasks):
