@@ -278,15 +278,12 @@ class Engine:
     def _prime(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         """Read `request`'s prompt into a slot (a one-token reply), then start a one-token request
         of its own so that llama.cpp parks that idle slot's state in its host prompt cache
-        (`SharedPrefill`). Returns the engine timings of the two, added up."""
+        (`SharedPrefill`). Returns the prompt reading of the two, added up (`prompt_n`, `prompt_ms`)."""
         primer = self._routed({**request, "max_tokens": 1}, cancelled)
         nudge = self._routed({"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0.0},
                              cancelled, pin=False)
-        work = {}
-        for reply in (primer, nudge):
-            for key in ("prompt_n", "prompt_ms", "predicted_n", "predicted_ms"):
-                work[key] = work.get(key, 0) + ((reply.get("timings") or {}).get(key) or 0)
-        return work
+        return {key: sum((reply.get("timings") or {}).get(key) or 0 for reply in (primer, nudge))
+                for key in ("prompt_n", "prompt_ms")}
 
     def _streamed(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
