@@ -4,6 +4,7 @@ real one was measured to (docs/local-engine.md), then the real model (marked).""
 
 import sys
 import threading
+import time
 import types
 
 import pytest
@@ -16,26 +17,34 @@ from tests.models.test_prefix_cache import FakeParams
 LONG = [{"role": "system", "content": "s"}, {"role": "user", "content": "word " * 600}]
 
 
-def _together(sharer, members, prime, messages=LONG):
-    """Send `members` requests of the same messages at once; the window closes once all have joined."""
-    sharer.sleep = lambda seconds: _wait_for(lambda: sum(g.members for g in sharer.groups.values()) == members)
-    results = [None] * members
-    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, sharer.join(messages, prime)))
-               for i in range(members)]
+def _at_once(calls: list, seconds: float = 30) -> list:
+    """Run every call in a thread of its own, all at once; their results in order (each waited
+    for up to `seconds`)."""
+    results = [None] * len(calls)
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, calls[i]())) for i in range(len(calls))]
     for t in threads:
         t.start()
     for t in threads:
-        t.join(30)
+        t.join(seconds)
     return results
 
 
-def _wait_for(condition, seconds=10.0):
-    done = threading.Event()
-    for _ in range(int(seconds / 0.01)):
-        if condition():
-            return
-        done.wait(0.01)
-    raise AssertionError("the other members never joined")
+def _window_closes_at(sharer, members):
+    """The first member's wait ends once `members` requests have joined (not after a time)."""
+    def wait(seconds):
+        for _ in range(1000):
+            if sum(g.members for g in sharer.groups.values()) == members:
+                return
+            time.sleep(0.01)
+        raise AssertionError("the other members never joined")
+
+    sharer.sleep = wait
+
+
+def _together(sharer, members, prime, messages=LONG):
+    """Send `members` requests of the same messages at once to the grouping alone."""
+    _window_closes_at(sharer, members)
+    return _at_once([lambda: sharer.join(messages, prime)] * members)
 
 
 def test_a_short_prompt_or_a_lone_request_is_not_primed():
@@ -123,16 +132,8 @@ def engine(monkeypatch, tmp_path):
 
 
 def _three_at_once(engine, messages=LONG):
-    sharer = engine.shared
-    sharer.sleep = lambda s: _wait_for(lambda: sum(g.members for g in sharer.groups.values()) == 3)
-    replies = [None] * 3
-    threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, engine.chat({"messages": messages, "seed": i})))
-               for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
-    return replies
+    _window_closes_at(engine.shared, 3)
+    return _at_once([lambda i=i: engine.chat({"messages": messages, "seed": i}) for i in range(3)])
 
 
 def test_three_identical_prompts_are_read_once_and_counted_once(engine):
@@ -153,11 +154,7 @@ def test_three_identical_prompts_are_read_once_and_counted_once(engine):
 
 def test_without_sharing_each_identical_prompt_is_read_again(engine):
     engine.shared = None
-    threads = [threading.Thread(target=engine.chat, args=({"messages": LONG, "seed": i},)) for i in range(3)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(30)
+    _at_once([lambda i=i: engine.chat({"messages": LONG, "seed": i}) for i in range(3)])
     prompt = len(LONG[0]["content"].split()) + len(LONG[1]["content"].split())
     assert sorted(entry[3] for entry in engine.server.log) == [prompt] * 3
 
@@ -181,13 +178,8 @@ def test_three_identical_long_prompts_are_read_once_on_the_local_model(monkeypat
     try:
         engine = local.engine()
         engine.shared.window_s = 5.0  # a loaded machine may start the three threads slowly
-        replies = [None] * 3
-        threads = [threading.Thread(target=lambda i=i: replies.__setitem__(i, engine.chat(
-            {"messages": messages, "max_tokens": 4, "seed": i, "temperature": 0.7}))) for i in range(3)]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(600)
+        replies = _at_once([lambda i=i: engine.chat({"messages": messages, "max_tokens": 4, "seed": i,
+                                                     "temperature": 0.7}) for i in range(3)], seconds=600)
     finally:  # else this test session would hold the cores' claim, and later shared engines get 1 thread
         local.unload()
     prompt = replies[0]["usage"]["prompt_tokens"]
