@@ -78,3 +78,34 @@ def quiet_env() -> None:
     """Offline litellm settings (the gateway sets them too; bare-litellm baselines need them first)."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("LITELLM_TELEMETRY", "False")
+
+
+def fresh_engine(slots: int, model: str | None = None, warm_up: dict | None = None):
+    """A freshly loaded local engine of `model` (default the 1.5B) with `slots` slots, after one
+    untimed call (`warm_up`, default a 4-token "Say OK."): the first call pays for warm-up."""
+    import gc
+
+    from benchmarks.two_models import BIG
+    from debatekit.models import local
+
+    gc.collect()
+    engine = local.Engine(local.pull(model or BIG, say=lambda msg: None), slots)
+    engine.chat(warm_up or {"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4})
+    return engine
+
+
+def at_once(engine, requests: list[dict]) -> tuple[list[dict], list[float], float]:
+    """Every request sent to `engine` at the same moment, one thread each: the replies, each
+    request's latency in seconds, and the wall time from the first send to the last reply."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def timed(req: dict) -> tuple[dict, float]:
+        start = time.perf_counter()
+        reply = engine.chat(req)
+        return reply, time.perf_counter() - start
+
+    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+        start = time.perf_counter()
+        done = list(pool.map(timed, requests))
+        wall = time.perf_counter() - start
+    return [r for r, _ in done], [s for _, s in done], wall

@@ -15,13 +15,10 @@ rate. Run it with nothing else decoding.
 from __future__ import annotations
 
 import argparse
-import gc
 import json
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.common import save
+from benchmarks.common import at_once, fresh_engine, save
 
 EVENTS = Path(__file__).resolve().parent.parent / "results/examples/lit-commonsenseqa/reconcile/events.jsonl"
 
@@ -37,20 +34,12 @@ def groups(path: Path = EVENTS) -> list[list[dict]]:
 
 
 def measure(shared: bool, rounds: list[list[dict]], slots: int, max_tokens: int) -> dict:
-    from benchmarks.two_models import BIG
-    from debatekit.models import local
-
-    gc.collect()
-    engine = local.Engine(local.pull(BIG, say=lambda msg: None), slots)
+    engine = fresh_engine(slots)
     if not shared:
         engine.shared = None
-    engine.chat({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4})  # warm-up: not timed
     requests = [{"messages": messages, "temperature": 0.7, "seed": seed, "max_tokens": max_tokens}
                 for messages in rounds for seed in range(3)]
-    with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-        start = time.perf_counter()
-        replies = list(pool.map(engine.chat, requests))
-        wall = time.perf_counter() - start
+    replies, _, wall = at_once(engine, requests)
     read = sum(r["usage"]["prompt_tokens"] - r["usage"]["prompt_tokens_details"]["cached_tokens"] for r in replies)
     completion = sum(r["usage"]["completion_tokens"] for r in replies)
     del engine

@@ -16,14 +16,11 @@ call's latency (median and slowest) and the KV cache's size (`local.KV_BYTES_PER
 from __future__ import annotations
 
 import argparse
-import gc
 import json
 import statistics
-import time
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from benchmarks.common import save
+from benchmarks.common import at_once, fresh_engine, save
 from benchmarks.two_models import BIG, SYSTEM, questions
 
 
@@ -36,21 +33,9 @@ def measure(slots: int, qs: list[str], max_tokens: int) -> dict:
     """One freshly loaded engine with `slots` slots, all of `qs` sent at once."""
     from debatekit.models import local
 
-    gc.collect()
-    engine = local.Engine(local.pull(BIG, say=lambda msg: None), slots)
-    engine.chat(request("Say OK.", 0, 4))  # the first call pays for warm-up: not timed
-
-    def timed(i: int) -> tuple[float, int]:
-        start = time.perf_counter()
-        reply = engine.chat(request(qs[i], i, max_tokens))
-        return time.perf_counter() - start, reply["usage"]["completion_tokens"]
-
-    with ThreadPoolExecutor(max_workers=len(qs)) as pool:
-        start = time.perf_counter()
-        done = list(pool.map(timed, range(len(qs))))
-        wall = time.perf_counter() - start
-    tokens = sum(n for _, n in done)
-    latencies = [s for s, _ in done]
+    engine = fresh_engine(slots, BIG, request("Say OK.", 0, 4))
+    replies, latencies, wall = at_once(engine, [request(q, i, max_tokens) for i, q in enumerate(qs)])
+    tokens = sum(r["usage"]["completion_tokens"] for r in replies)
     return {"slots": slots, "requests": len(qs), "wall_s": round(wall, 1), "completion_tokens": tokens,
             "completion_tok_per_s": round(tokens / wall, 2), "latency_median_s": round(statistics.median(latencies), 1),
             "latency_max_s": round(max(latencies), 1),

@@ -29,3 +29,20 @@ def test_the_shared_prefill_benchmark_replays_the_committed_discussion_rounds():
     rounds = groups()
     assert len(rounds) == 11  # 11 discussion rounds, each sent by three agents
     assert all(sum(len(m["content"]) for m in r) >= SharedPrefill().min_chars for r in rounds)  # each one shared
+
+
+def test_the_engine_benchmarks_send_their_requests_all_at_once():
+    import threading
+
+    from benchmarks.common import at_once
+
+    together = threading.Barrier(3, timeout=10)  # broken, and chat raises, unless all three are in flight
+
+    class Engine:
+        def chat(self, request):
+            together.wait()
+            return {"echo": request["n"]}
+
+    replies, latencies, wall = at_once(Engine(), [{"n": n} for n in range(3)])
+    assert replies == [{"echo": 0}, {"echo": 1}, {"echo": 2}] and len(latencies) == 3
+    assert all(0 <= s <= wall for s in latencies)
