@@ -144,7 +144,10 @@ def wait_stopping(thread: threading.Thread, done: threading.Event) -> None:
             try:
                 if stop is not None and not relayed:
                     relayed = relay(thread, stop)
-                done.wait(None if stop is None else 0.05)
+                # never an unbounded wait: a signal the kernel hands to another thread only sets a flag,
+                # and a main thread asleep on a lock would not run its handler until woken (a hang
+                # of test_runner's notebook-signal test, seen in sessions 15 and 17)
+                done.wait(0.25 if stop is None else 0.05)
             except KeyboardInterrupt as exc:
                 if relayed:  # asked twice: a run that will not end must not hold the caller forever
                     print("debatekit: no longer waiting; the run is still stopping in its thread", file=sys.stderr)

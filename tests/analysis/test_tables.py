@@ -118,10 +118,10 @@ def test_the_study_table_quotes_each_runs_own_accuracy_interval():
     """The report's table (`config_table`) and a run's summary (run.json, `--status`) give one
     interval, not two that differ in the second decimal (they resampled 1,000 and 2,000 times until
     session 17: self_consistency's [0.66, 0.82] against [0.65, 0.82])."""
+    import numpy as np
+
     from debatekit.analysis import summarize
     from debatekit.records.schemas import DebateRecord
-
-    import numpy as np
 
     right = (np.random.default_rng(5).random(100) < 0.74).tolist()  # 1,000 and 2,000 resamples: 0.79 and 0.80
     records = [DebateRecord(run_id="r", debate_id=f"d{i}", item_id=f"i{i}", protocol="p", status="ok", correct=c)
