@@ -25,6 +25,7 @@ from typing import Any
 
 import pandas as pd
 
+from debatekit.analysis.intervals import N_BOOT
 from debatekit.analysis.paired import compare, paired_lines
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 
@@ -73,7 +74,7 @@ def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def decomposition(tables: Any, n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+def decomposition(tables: Any, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """The paired differences of the decomposition: vote@1 - single, then each debate@t - vote@1 and
     debate@t - single (rows of `paired.compare`: difference, 95% interval, McNemar p, tokens)."""
     frame = decompose(tables)
@@ -91,7 +92,7 @@ def decomposition(tables: Any, n_boot: int = 2000, seed: int = 0) -> pd.DataFram
     return pd.concat(parts, ignore_index=True)
 
 
-def across_runs(tables: Any, labels: dict[str, str], baseline: str | None = None, n_boot: int = 2000,
+def across_runs(tables: Any, labels: dict[str, str], baseline: str | None = None, n_boot: int = N_BOOT,
                 seed: int = 0) -> pd.DataFrame:
     """Each society_of_mind run's stages (single, vote@1, debate@t) against the same stage of the
     baseline run, paired on the items both answered: rows of `paired.compare` (config "<run> <stage>",

@@ -8,13 +8,18 @@ from typing import Any, Sequence
 import numpy as np
 
 
-def bootstrap_ci(values: Sequence[float], n_boot: int = 2000, level: float = 0.95, seed: int = 0
+N_BOOT = 2000
+"""Bootstrap resamples every interval of debatekit.analysis defaults to, so that a run's summary and
+the report's tables quote one interval for the same items."""
+
+
+def bootstrap_ci(values: Sequence[float], n_boot: int = N_BOOT, level: float = 0.95, seed: int = 0
                  ) -> tuple[float, float, float]:
     """Mean and percentile bootstrap interval of `values` (over items). NaNs are dropped."""
     return nested_bootstrap_ci([[v] for v in values], n_boot=n_boot, level=level, seed=seed)
 
 
-def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = 2000, level: float = 0.95,
+def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT, level: float = 0.95,
                         seed: int = 0) -> tuple[float, float, float]:
     """Mean of group means and a two-level percentile bootstrap interval: resample the groups
     (items), then the values within each drawn group (seeds). NaNs and empty groups are dropped.

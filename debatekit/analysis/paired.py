@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import pandas as pd
 
-from debatekit.analysis.intervals import nested_bootstrap_ci
+from debatekit.analysis.intervals import N_BOOT, nested_bootstrap_ci
 from debatekit.records.schemas import ANSWERED
 
 COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "baseline_accuracy", "difference",
@@ -116,7 +116,7 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = "protocol",
-            n_boot: int = 2000, seed: int = 0) -> pd.DataFrame:
+            n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """Each configuration against the baseline, paired on the items (and seeds) both answered.
 
     Args:

@@ -20,7 +20,7 @@ from typing import Iterable
 import pandas as pd
 
 from debatekit.analysis.decompose import decompose, decomposition  # noqa: F401 - likewise
-from debatekit.analysis.intervals import bootstrap_ci, nested_bootstrap_ci
+from debatekit.analysis.intervals import N_BOOT, bootstrap_ci, nested_bootstrap_ci
 from debatekit.analysis.paired import compare  # noqa: F401 - part of this module's interface
 from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power  # noqa: F401 - likewise
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
@@ -276,7 +276,7 @@ def fill_rounds(rounds: pd.DataFrame, until: int | dict | None = None) -> pd.Dat
 
 
 def score_trajectory(rounds: pd.DataFrame, by: list[str] | tuple = (), metric: str = "correct",
-                     n_boot: int = 2000) -> pd.DataFrame:
+                     n_boot: int = N_BOOT) -> pd.DataFrame:
     """Score per round for each agent and for the aggregate, with bootstrap 95% intervals.
 
     Rows of several runs in one `by` group (e.g. seeds) are pooled, so the interval is over
@@ -305,7 +305,7 @@ def score_trajectory(rounds: pd.DataFrame, by: list[str] | tuple = (), metric: s
     return pd.DataFrame(rows)
 
 
-def convergence_curve(rounds: pd.DataFrame, by: list[str] | tuple = (), n_boot: int = 2000) -> pd.DataFrame:
+def convergence_curve(rounds: pd.DataFrame, by: list[str] | tuple = (), n_boot: int = N_BOOT) -> pd.DataFrame:
     """Per round: share of debates whose agents all agree, and mean agreement rate (95% intervals).
 
     Pass `fill_rounds(...)` rows so a debate that stopped on agreement counts as converged
@@ -357,7 +357,7 @@ def flip_flow(rounds: pd.DataFrame, by: list[str] | tuple = ()) -> pd.DataFrame:
     return out.rename("count").reset_index()[cols]
 
 
-def config_table(summary: pd.DataFrame, keys: list[str], n_boot: int = 2000) -> pd.DataFrame:
+def config_table(summary: pd.DataFrame, keys: list[str], n_boot: int = N_BOOT) -> pd.DataFrame:
     """One row per configuration (`keys`) of a per-item table: accuracy with a 95% interval and cost per item.
 
     Args:

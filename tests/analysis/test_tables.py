@@ -128,5 +128,5 @@ def test_the_study_table_quotes_each_runs_own_accuracy_interval():
                for i, c in enumerate(right)]
     frame = pd.DataFrame({"run_id": "r", "item_id": [f"i{i}" for i in range(100)], "status": "ok", "correct": right,
                           "prompt_tokens": 0, "completion_tokens": 0})
-    row = analysis.config_table(frame, ["run_id"]).iloc[0]
-    assert [row["accuracy"], row["low"], row["high"]] == [summarize(records)["accuracy"], *summarize(records)["accuracy_ci"]]
+    row, summary = analysis.config_table(frame, ["run_id"]).iloc[0], summarize(records)
+    assert [row["accuracy"], row["low"], row["high"]] == [summary["accuracy"], *summary["accuracy_ci"]]
