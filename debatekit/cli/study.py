@@ -10,7 +10,8 @@ calls already made are served from the response cache, so a finished study re-ru
 calls and prints the same numbers. `--status` runs nothing and prints how far each point has got
 and the hours left at the rate it last ran (`debatekit.sweep.progress`); `--report-only` runs no
 model and writes the notebook and report over the runs as they stand (a study part-way, each
-configuration on the items it has finished). Each point found complete when the command ends
+configuration on the items it has finished), and rebuilds a sweep folder's `summary.parquet` and
+`rounds.parquet` from the points complete now. Each point found complete when the command ends
 has its call events packed (`debatekit pack`), so that a study folder stays small enough to commit.
 """
 
@@ -36,7 +37,8 @@ def add(subparsers) -> dict:
     p.add_argument("--status", action="store_true",
                    help="run nothing: print each point's items done, accuracy so far, rate and hours left")
     p.add_argument("--report-only", action="store_true",
-                   help="run no model: write the study notebook and report over the runs as they stand")
+                   help="run no model: write the study notebook and report over the runs as they stand, "
+                        "and the sweep's tables over its complete points")
     return {"study": run}
 
 
@@ -55,6 +57,8 @@ def run(args) -> int:
         return 0
     need("papermill", "notebooks", "debatekit study")
     if args.report_only:
+        if (out / "sweep.json").exists():  # a point finished since the sweep last ended is counted too
+            sweep.collect(out)
         notebook = write_study(out, png=args.png)
         print(f"study notebook {notebook}; report {out / 'report.html'} (no point run)")
         return 0

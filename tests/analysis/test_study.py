@@ -173,6 +173,14 @@ def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_ne
     assert cli.main(["study", str(grid), "--quiet"]) == 0  # complete: no point re-runs, no call is made
     assert not list(folder.rglob("events.jsonl")) and {p: p.read_bytes() for p in packed} == before
     assert _conclusion(notebook) == first
+    # a summary written before the last points finished is rebuilt by --report-only, which runs nothing
+    summary = pd.read_parquet(folder / "summary.parquet")
+    first_point = summary[summary["point_id"] == summary["point_id"].iloc[0]]
+    first_point.to_parquet(folder / "summary.parquet")
+    (folder / "rounds.parquet").unlink()
+    assert cli.main(["study", str(grid), "--report-only"]) == 0
+    pd.testing.assert_frame_equal(pd.read_parquet(folder / "summary.parquet"), summary)
+    assert (folder / "rounds.parquet").exists() and _conclusion(notebook) == first
 
 
 def _conclusion(notebook: Path) -> str:
