@@ -307,27 +307,29 @@ def test_a_run_that_cannot_be_played_back_is_named_and_the_others_go_on(tmp_path
     assert "skipped" in err and "runs/b" in err and "no_such_protocol" in err
 
 
-STUDY = Path(__file__).resolve().parents[2] / "results" / "studies" / "gsm8k"
-REPAIRS_LOST = {"society_of_mind": 4, "self_consistency": 6, "mad": 1}
-"""Debates of the committed study with a reply repaired before call events kept repaired replies."""
+STUDIES = Path(__file__).resolve().parents[2] / "results" / "studies"
+REPAIRS_LOST = {"gsm8k": {"society_of_mind": 4, "self_consistency": 6, "mad": 1}, "commonsenseqa": {}}
+"""Per part, debates of the committed study with a reply repaired before call events kept repaired replies."""
 
 
-def test_the_committed_study_reads_as_recorded_with_todays_readers():
-    # a reader changed since the study's runs were read: `debatekit rescore --write results/studies/gsm8k`.
+@pytest.mark.parametrize("part", sorted(REPAIRS_LOST))
+def test_the_committed_study_reads_as_recorded_with_todays_readers(part):
+    # a reader changed since the study's runs were read: `debatekit rescore --write results/studies/<part>`.
     # The command runs in a process of its own, as a user runs it, free of what other tests changed.
     import re
     import subprocess
     import sys
 
-    done = subprocess.run([sys.executable, "-m", "debatekit.cli", "rescore", str(STUDY)], capture_output=True,
+    study = STUDIES / part
+    done = subprocess.run([sys.executable, "-m", "debatekit.cli", "rescore", str(study)], capture_output=True,
                           text=True, check=True)
     heads = [line for line in done.stdout.splitlines() if not line.startswith("  ")]
-    points = sorted(p.parent.name for p in STUDY.glob("*/run.json"))
+    points = sorted(p.parent.name for p in study.glob("*/run.json"))
     assert len(heads) == len(points) > 0
     for line in heads:
         point = line.split(":")[0].rsplit("/", 1)[1]
         numbers = re.search(r"(\d+) changed .* (\d+) replies read differently, (\d+) kept as recorded", line)
         assert numbers, line
-        assert [int(n) for n in numbers.groups()] == [0, 0, REPAIRS_LOST.get(point.split("-")[0], 0)], line
+        assert [int(n) for n in numbers.groups()] == [0, 0, REPAIRS_LOST[part].get(point.split("-")[0], 0)], line
     kept = [line for line in done.stdout.splitlines() if line.startswith("  kept")]
     assert all("did not record the replies it repaired" in line for line in kept)
