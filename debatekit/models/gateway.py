@@ -307,7 +307,8 @@ class Gateway:
         litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
         health = self._health.setdefault(model, _Health())
         for attempt in range(self.max_retries + 1):
-            gate = None if health.answered or health.dead else health.gate  # not yet heard from: one at a time
+            # not yet heard from: one call at a time (`ModelKind.probe_first`)
+            gate = None if health.answered or health.dead or not policy(model).probe_first else health.gate
             if gate is not None:
                 await gate.acquire()
                 if health.answered:

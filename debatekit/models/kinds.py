@@ -33,6 +33,11 @@ class ModelKind:
         retry_timeouts: a timed-out call may be retried (a local generation keeps running in
             the engine after its timeout, so retrying would only pile work onto its slots).
         credentials: calls may need an API key (masked in traces and logs).
+        probe_first: until the model has answered once, a gateway sends it one call at a time, so
+            that a wrong key or model name fails once rather than once per call in flight. The
+            embedded model is checked before a run starts (`local.preflight`) and its first reply
+            takes a whole generation (half a minute on 2 cores), during which the engine's other
+            slots would sit idle, so it goes without.
     """
 
     name: str
@@ -42,13 +47,14 @@ class ModelKind:
     concurrency: Callable[[], int]
     retry_timeouts: bool
     credentials: bool
+    probe_first: bool = True
 
 
 # a provider that has not answered in 2 minutes has stalled, while the embedded model on a
 # 2-core CPU with 4 slots busy generates ~4 tokens/s per call, so a 900-token structured answer
 # there needs minutes and is slow, not stalled; the same holds for protocols' own time limits
 LOCAL = ModelKind("local", call_timeout=900.0, time_scale=20.0, free=True, concurrency=_local_slots,
-                  retry_timeouts=False, credentials=False)
+                  retry_timeouts=False, credentials=False, probe_first=False)
 SCRIPTED = ModelKind("scripted", call_timeout=120.0, time_scale=1.0, free=True, concurrency=lambda: 64,
                      retry_timeouts=True, credentials=False)
 PROVIDER = ModelKind("provider", call_timeout=120.0, time_scale=1.0, free=False, concurrency=lambda: 16,

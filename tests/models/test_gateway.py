@@ -134,6 +134,32 @@ def test_concurrency_is_limited_per_model():
     assert all(r.ok for r in results) and state["max"] == 2
 
 
+@pytest.mark.parametrize("model, first_alone", [("openai/gpt-4o-mini", True),
+                                                 ("local/qwen2.5-coder-1.5b-instruct", False)])
+def test_a_provider_not_yet_heard_from_gets_one_call_but_the_local_engine_fills_its_slots(model, first_alone):
+    """Before any answer, a provider gets its calls one at a time (a wrong key fails once); the
+    embedded model, checked before the run, gets as many as its slots at once from the start."""
+    gateway = Gateway(concurrency=4)
+    state = {"now": 0, "before_first_answer": 0, "answered": False}
+
+    async def fake_call(model, messages, params, fmt):
+        state["now"] += 1
+        if not state["answered"]:
+            state["before_first_answer"] = max(state["before_first_answer"], state["now"])
+        await asyncio.sleep(0.02)
+        state["now"] -= 1
+        state["answered"] = True
+        return {"text": '{"answer": 1}', "prompt_tokens": 1, "completion_tokens": 1, "cost": 0.0}
+
+    gateway._call = fake_call
+
+    async def many():
+        return await asyncio.gather(*(gateway.complete(model, MSG, Num) for _ in range(4)))
+
+    assert all(r.ok for r in asyncio.run(many()))
+    assert state["before_first_answer"] == (1 if first_alone else 4)
+
+
 def test_scripted_model_sees_schema_and_seed():
     model = scripted.register("g-seen", replies=['{"answer": 4}'])
     complete(Gateway(), model, seed=7, temperature=0.5)
