@@ -198,15 +198,24 @@ def descendants(pid: int) -> list[int]:
 
 
 def stop_process_tree(pids: list[int], grace: float = 3.0) -> None:
-    """SIGTERM `pids` and all their descendants, then SIGKILL what is left after `grace` seconds."""
+    """SIGTERM the descendants of `pids`, then `pids` themselves, each given up to `grace` seconds
+    to go, then SIGKILL what is left.
+
+    Children go first: a Jupyter kernel whose parent (the sweep's worker) dies exits within a
+    second (ipykernel's parent poller calls `os._exit`), which could cut short the run it is
+    stopping before that run has written "interrupted" to its run.json; with its parent still
+    there, the kernel gets its whole grace, and the worker, seeing the cell stopped, shuts it down.
+    """
     shielded = threading.current_thread() is threading.main_thread()
     if shielded:  # a second Ctrl-C must not cut the clean-up short and leave kernels behind
         previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        victims = list(dict.fromkeys([p for pid in pids for p in (pid, *descendants(pid))]))
-        for pid in victims:
-            _send(pid, signal.SIGTERM)
-        _wait_gone(victims, grace)
+        below = list(dict.fromkeys(p for pid in pids for p in descendants(pid) if p not in pids))
+        victims = list(dict.fromkeys([*pids, *below]))
+        for group in (below, list(pids)):
+            for pid in group:
+                _send(pid, signal.SIGTERM)
+            _wait_gone(group, grace)
         for pid in victims:
             _send(pid, signal.SIGKILL)
         _wait_gone(victims, grace)

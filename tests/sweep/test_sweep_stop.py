@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from debatekit import sweep
-from debatekit._base.signals import _alive, descendants
+from debatekit._base.signals import _alive, descendants, stop_process_tree
 from debatekit.cli.app import main
 from debatekit.sweep import guard
 from tests.sweep_helpers import NOTEBOOK, scripted_grid
@@ -135,6 +135,48 @@ def test_a_point_stopped_with_its_sweep_says_so_in_its_run_json(tmp_path):
     record = json.loads(run_json.read_text())
     assert (record["status"], record["reason"]) == ("interrupted", "stopped by SIGTERM")
     assert record["summary"]["items"] == 0
+
+
+# a parent that starts a child and waits; the child, on SIGTERM, waits up to 2 s for its parent to
+# go (as ipykernel's parent poller would notice it) and writes down whether it was still there
+TREE = """
+import os, signal, subprocess, sys, time
+if sys.argv[1] == "parent":
+    subprocess.Popen([sys.executable, __file__, "child", sys.argv[2]])
+    time.sleep(600)
+else:
+    parent = os.getppid()
+    def on_term(signum, frame):
+        deadline = time.monotonic() + 2
+        while os.getppid() == parent and time.monotonic() < deadline:
+            time.sleep(0.02)
+        with open(sys.argv[2], "w") as f:
+            f.write("parent there" if os.getppid() == parent else "parent gone")
+        sys.exit(0)
+    signal.signal(signal.SIGTERM, on_term)
+    open(sys.argv[2] + ".ready", "w").close()
+    time.sleep(600)
+"""
+
+
+def test_stopping_a_process_tree_ends_children_while_their_parents_still_run(tmp_path):
+    """A sweep's stop ends a point's kernel before its worker: a kernel whose parent dies exits
+    within a second (ipykernel's parent poller), before the run it is stopping has saved."""
+    script, said = tmp_path / "tree.py", tmp_path / "said"
+    script.write_text(TREE)
+    parent = subprocess.Popen([sys.executable, str(script), "parent", str(said)])
+    try:
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "said.ready").exists():
+            assert time.monotonic() < deadline and parent.poll() is None
+            time.sleep(0.02)
+        (child,) = descendants(parent.pid)
+        stop_process_tree([parent.pid], grace=10)
+        assert parent.wait(timeout=30) is not None and not _alive(child)
+    finally:
+        if parent.poll() is None:
+            parent.kill()
+    assert said.read_text() == "parent there"
 
 
 @pytest.mark.parametrize("values, message", [
