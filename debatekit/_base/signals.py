@@ -179,8 +179,8 @@ def stop_reason(exc: BaseException, sigterm: bool = False) -> str:
     return f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}".rstrip(": ")
 
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (children, grandchildren, ...), read from /proc; [] elsewhere."""
+def _children() -> dict[int, list[int]]:
+    """Every process's children, by parent pid, read from /proc ({} elsewhere)."""
     children: dict[int, list[int]] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
         try:
@@ -189,30 +189,46 @@ def descendants(pid: int) -> list[int]:
             continue
         ppid = int(text.rsplit(")", 1)[1].split()[1])
         children.setdefault(ppid, []).append(int(stat.parent.name))
-    found, todo = [], [pid]
+    return children
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (children, grandchildren, ...), read from /proc; [] elsewhere."""
+    return [p for p, depth in _depths([pid]).items() if depth]
+
+
+def _depths(pids: list[int]) -> dict[int, int]:
+    """`pids` and every process below them, each with its depth under them (0 for one of `pids`
+    that is below none of the others), read from /proc in one pass."""
+    children, depth = _children(), {}
+    todo = [(pid, 0) for pid in pids]
     while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+        pid, level = todo.pop()
+        if depth.get(pid, -1) >= level:
+            continue
+        depth[pid] = level
+        todo.extend((child, level + 1) for child in children.get(pid, []))
+    return depth
 
 
 def stop_process_tree(pids: list[int], grace: float = 3.0) -> None:
-    """SIGTERM the descendants of `pids`, then `pids` themselves, each given up to `grace` seconds
-    to go, then SIGKILL what is left.
+    """SIGTERM `pids` and everything below them, deepest first, each level given up to `grace`
+    seconds to go before the level above it is signalled; then SIGKILL what is left.
 
-    Children go first: a Jupyter kernel whose parent (the sweep's worker) dies exits within a
-    second (ipykernel's parent poller calls `os._exit`), which could cut short the run it is
-    stopping before that run has written "interrupted" to its run.json; with its parent still
+    Children go before their parents: a Jupyter kernel whose parent (a sweep's worker) dies exits
+    within a second (ipykernel's parent poller calls `os._exit`), which could cut short the run it
+    is stopping before that run has written "interrupted" to its run.json; with its parent still
     there, the kernel gets its whole grace, and the worker, seeing the cell stopped, shuts it down.
+    A pid given that is below another one given (a kernel beside its worker) keeps its depth.
     """
     shielded = threading.current_thread() is threading.main_thread()
     if shielded:  # a second Ctrl-C must not cut the clean-up short and leave kernels behind
         previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
-        below = list(dict.fromkeys(p for pid in pids for p in descendants(pid) if p not in pids))
-        victims = list(dict.fromkeys([*pids, *below]))
-        for group in (below, list(pids)):
+        depths = _depths(pids)
+        victims = list(depths)
+        for level in sorted(set(depths.values()), reverse=True):
+            group = [pid for pid in victims if depths[pid] == level]
             for pid in group:
                 _send(pid, signal.SIGTERM)
             _wait_gone(group, grace)

@@ -159,9 +159,11 @@ else:
 """
 
 
-def test_stopping_a_process_tree_ends_children_while_their_parents_still_run(tmp_path):
+@pytest.mark.parametrize("child_named", [False, True])
+def test_stopping_a_process_tree_ends_children_while_their_parents_still_run(tmp_path, child_named):
     """A sweep's stop ends a point's kernel before its worker: a kernel whose parent dies exits
-    within a second (ipykernel's parent poller), before the run it is stopping has saved."""
+    within a second (ipykernel's parent poller), before the run it is stopping has saved. Also
+    when the child is named beside its parent (the dask executor names every process it started)."""
     script, said = tmp_path / "tree.py", tmp_path / "said"
     script.write_text(TREE)
     parent = subprocess.Popen([sys.executable, str(script), "parent", str(said)])
@@ -171,7 +173,7 @@ def test_stopping_a_process_tree_ends_children_while_their_parents_still_run(tmp
             assert time.monotonic() < deadline and parent.poll() is None
             time.sleep(0.02)
         (child,) = descendants(parent.pid)
-        stop_process_tree([parent.pid], grace=10)
+        stop_process_tree([parent.pid, child] if child_named else [parent.pid], grace=10)
         assert parent.wait(timeout=30) is not None and not _alive(child)
     finally:
         if parent.poll() is None:
