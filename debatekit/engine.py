@@ -24,6 +24,7 @@ from typing import Any, Awaitable, Callable, Iterable
 from pydantic import BaseModel
 
 from debatekit.datasets.voting import answers_equal
+from debatekit.models.cache import prompt_hash
 from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
 from debatekit.models.providers import CALL_CONTEXT
 from debatekit.records.schemas import CallEvent, RoundRecord, Usage, Verdict
@@ -341,10 +342,6 @@ def derive_seed(*parts: Any) -> int:
     """A per-call seed from the run seed and where the call happens (stable across runs)."""
     digest = hashlib.sha256("|".join(map(str, parts)).encode()).hexdigest()
     return int(digest[:8], 16) % 2**31
-
-
-def prompt_hash(messages: list[dict]) -> str:
-    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _item_id(item: Any) -> str:

@@ -95,7 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("protocols", "compare", "drain", "new", "pack", "report", "rescore", "review", "serve", "show", "study",
+COMMANDS = ("protocols", "compare", "drain", "new", "pack", "report", "rerecord", "rescore", "review", "serve", "show", "study",
             "sweep")
 """Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
 

@@ -33,6 +33,11 @@ class CacheError(ValueError):
     """The cache folder cannot be used (not creatable, not writable); the message names it."""
 
 
+def prompt_hash(messages: list[dict]) -> str:
+    """A short hash of what a call was asked, recorded in its event (`CallEvent.prompt_hash`)."""
+    return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
+
+
 def cache_key(model: str, messages: list[dict], params: dict, schema: dict | None) -> str:
     """Stable key of a request: anything that can change the reply is in it."""
     blob = json.dumps([model, messages, params, schema], sort_keys=True, ensure_ascii=False)

@@ -12,20 +12,30 @@ recorded there (a protocol that showed an agent a reading that has since changed
 call events kept the replies they repaired (its first reply is lost); a call recorded as failed (a timeout, a provider error) fails again
 with its recorded error. No provider is ever called, so a played-back call costs nothing: its
 reply keeps its recorded usage, and counts as a cache hit.
+
+Two options serve `debatekit.sweep.rerecord`, which keeps a recording current: `fallback`, a
+gateway that answers the calls with no recorded reply (the model is asked only what is new), and
+`unread_fails`, which ends a call whose recorded reply reads today as it did not in the run (no
+repair was recorded for it) as a parse failure, never as a repair request: a change of reading
+then costs no model call. Either way the gateway keeps count of what it did: `missing` (asked,
+not recorded), `live` (asked of the fallback), `unreadable` and `unasked()` (recorded, not asked).
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Iterable
 
-from debatekit.models.cache import cache_key, reply_record
+from debatekit.models.cache import cache_key, prompt_hash, reply_record
 from debatekit.models.gateway import Completion, Gateway, _add_usage
 from debatekit.models.providers import CALL_CONTEXT
 
 NOT_RECORDED = "not_recorded"
+PROMPT_ONLY = "prompt:"
+"""Marks a place keyed by `prompt_hash` (an event recorded without its messages), not by the messages."""
 FINISH = {"cut_off": "length", "loop": "loop"}
 """A reply's `finish_reason`, from the ending its reading recorded (`gateway.unfinished`)."""
 READ_FAULTS = ("parse", "cut_off", "loop")
@@ -91,34 +101,85 @@ class Recorded(Gateway):
     """A gateway over recorded call events (see the module); `seeds` maps each recorded debate id
     to its run seed (`DebateRecord.seed`), so that runs of one item under several seeds stay apart."""
 
-    def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0):
+    def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0,
+                 *, fallback: Gateway | None = None, unread_fails: bool = False):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
+        self.fallback, self.unread_fails = fallback, unread_fails
         self.replies: dict[tuple, list[dict]] = defaultdict(list)
         self.unrecorded_repairs: set[tuple] = set()
+        self.left_unread: set[tuple] = set()
+        self.asked: Counter = Counter()
+        self.missing: list[tuple] = []
+        """Where a call found no recorded reply: (item, seed, agent, phase, round)."""
+        self.live: list[tuple] = []
+        """Where a call was answered by the fallback, repairs of its replies included."""
+        self.unreadable: list[tuple] = []
+        """Where a recorded reply could not be read today and, with `unread_fails`, became a parse failure."""
+        self._call: contextvars.ContextVar[dict] = contextvars.ContextVar("recorded_call")
         for event in events:
             seed = seeds.get(event.get("debate_id"))
             where = (event.get("item_id"), default_seed if seed is None else seed, event.get("agent"),
                      event.get("phase"), event.get("round"))
             tries = attempts(event)
+            if "messages" not in event:  # recorded before events kept their messages: found by the prompt's hash
+                first = (*where, f"{PROMPT_ONLY}{event.get('prompt_hash')}")
+                if tries and len(tries) == 1:
+                    self.replies[first].append(tries[0][1])
+                else:  # its repairs' prompts cannot be told: only the model can answer it again
+                    self.unrecorded_repairs.add(first)
+                continue
             if not tries:
                 self.unrecorded_repairs.add(place(*where, event.get("messages") or []))
+            elif event.get("error_kind") == "parse" and "repairs" in event and not event["repairs"]:
+                self.left_unread.add(place(*where, tries[0][0]))  # recorded as unreadable, and not sent back
             for messages, reply in tries:
                 self.replies[place(*where, messages)].append(reply)
+        self.recorded = Counter({key: len(found) for key, found in self.replies.items()})
+
+    def unasked(self) -> list[tuple]:
+        """Where recorded replies were never asked for (a call today's run no longer makes)."""
+        return [key[:5] for key, n in self.recorded.items() if self.asked[key] < n]
+
+    async def complete(self, *args, **kwargs) -> Completion:
+        token = self._call.set({"live": False})  # whether this call's first reply came from the fallback
+        try:
+            return await super().complete(*args, **kwargs)
+        finally:
+            self._call.reset(token)
 
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
         where = CALL_CONTEXT.get()
         asked = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
                       where.get("round"), messages)
-        found = self.replies.get(asked)
-        if not found:
-            return _not_recorded(done, where, "its reply was repaired in a run that did not record the replies it "
-                                 "repaired" if asked in self.unrecorded_repairs else "no reply was recorded for this prompt")
-        reply = found.pop(0) if len(found) > 1 else found[0]
+        call = self._call.get({"live": False})
+        if asked not in self.replies and asked not in self.unrecorded_repairs and not done.repairs:
+            asked = (*asked[:5], f"{PROMPT_ONLY}{prompt_hash(messages)}")  # an event without its messages?
+        found = None if call["live"] else self.replies.get(asked)
         key = cache_key(model, messages, params, fmt)
-        if reply.get("key", key) != key:
-            return _not_recorded(done, where, "the reply recorded for this prompt was asked with other sampling "
-                                 "parameters (temperature, seed or reply limit)")
+        if found and found[0].get("key", key) != key:
+            why = ("the reply recorded for this prompt was asked with other sampling parameters (temperature, seed or "
+                   "reply limit)")
+            found = None
+        else:
+            why = ("its reply was repaired in a run that did not record the replies it repaired"
+                   if asked in self.unrecorded_repairs else "no reply was recorded for this prompt")
+        if not found:
+            if done.repairs and self.unread_fails and not call["live"]:  # not read today: no repair
+                repair = done.repairs.pop()
+                done.error, done.error_kind = f"parse: {repair['error']}", "parse"
+                if call.get("first") not in self.left_unread:  # the run read it
+                    self.unreadable.append(asked[:5])
+                return None
+            if self.fallback is not None:
+                call["live"] = True
+                self.live.append(asked[:5])
+                return await self.fallback._fetch(model, messages, params, fmt, timeout, done)
+            self.missing.append(asked[:5])
+            return _not_recorded(done, where, why)
+        self.asked[asked] += 1
+        call.setdefault("first", asked)
+        reply = found.pop(0) if len(found) > 1 else found[0]
         if "error" in reply:
             done.faults.extend(reply["faults"] or [reply["error_kind"] or "error"])
             done.error, done.error_kind = reply["error"], reply["error_kind"]

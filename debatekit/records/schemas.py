@@ -223,3 +223,8 @@ class RunRecord(BaseModel):
     """One entry per `debatekit rescore --write`: when (`at`), from which code, how many debates were
     played back, and how many changed their answer (`changed`), read a reply differently
     (`readings`) or were kept as recorded (`kept`)."""
+    rerecords: list[dict[str, Any]] = []
+    """One entry per `debatekit rerecord` that recorded the run again: when (`at`), from which code,
+    how many debates were run again (`debates`), and how many calls today's code asked that the run had
+    not recorded (`asked`, answered by the model), no longer made (`unasked`) or could no longer read
+    (`unreadable`), and how many debates changed their outcome (`changed`)."""
