@@ -99,10 +99,15 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     options = connection_options(config)
     folder = RunFolder(out or default_out(config))
     cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
+    own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
+    gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
+                                 timeout=config.call_timeout, model_options=config.model_options)
+    if options:
+        gateway.add_options(model, options)
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
-        record = _open_record(folder, config, info, resume, spec.source, cache)
+        record = _open_record(folder, config, info, resume, spec.source, cache, gateway.served_by)
     except BaseException:
         folder.close()
         if cache is not None:
@@ -117,21 +122,17 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     if again and cache is not None:  # their answered calls, from their events: a cache that lost them asks no model
         retried = {d.debate_id for d in again.values()}
         record.resumes[-1]["restored_replies"] += cache.restore(
-            pair for event in folder.events() if event.get("debate_id") in retried for pair in replies_in(event))
+            pair for event in folder.events() if event.get("debate_id") in retried
+            for pair in replies_in(event, gateway.served_by))
     todo = [(item, seed) for item in items for seed in seeds
             if (item.id, seed) not in done and (only is None or (item.id, seed) in only)]
 
-    own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
-    gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
-                                 timeout=config.call_timeout, model_options=config.model_options)
-    if options:
-        gateway.add_options(model, options)
     limits = Limits(config.call_timeout, config.round_timeout, config.debate_timeout,
                     config.token_budget, config.max_tokens)
     bar = _progress(len(items) * len(seeds), len(items) * len(seeds) - len(todo), config.protocol, progress)
     slots = asyncio.Semaphore(config.concurrency)
     started = time.monotonic()
-    answered, left = [], []
+    answered, left, errors = [], [], []
 
     async def one(item, seed: int) -> None:
         async with slots:
@@ -152,6 +153,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                 result = again[item.id, seed]                      # per item and seed is the old one again
                 folder.append(DEBATES_FILE, result)
             answered.append(result.answered)
+            if not result.answered and result.error:
+                errors.append(f"item {item.id}: {result.error}")
             review.enqueue(folder, result, where)  # escalated: human review queue
             if on_debate:
                 on_debate(result)
@@ -176,6 +179,10 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         if left:
             raise Drained(f"drained: the debates already started finished, {len(left)} item(s) left for --resume")
         record.status = "complete"
+        if answered and not any(answered):  # it ran, and not one debate got an answer: not a finished run
+            record.status = "failed"
+            record.reason = (f"none of the {len(answered)} debates run got an answer"
+                             + (f"; first error: {errors[0].splitlines()[0]}" if errors else ""))
     except ModelSetupError:
         record.status = "failed"
         raise
@@ -321,7 +328,7 @@ async def _cancel(tasks: list[asyncio.Future]) -> None:
 
 
 def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None,
-                 cache: ResponseCache | None = None) -> RunRecord:
+                 cache: ResponseCache | None = None, served_by=None) -> RunRecord:
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
@@ -337,7 +344,8 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
         cut_off = folder.prune_unfinished()
         # the replies those debates received go back to a cache that lost them (another machine):
         # their items run again from the start and ask the model only where it had not answered
-        restored = cache.restore(pair for event in cut_off for pair in replies_in(event)) if cache is not None else 0
+        restored = (cache.restore(pair for event in cut_off for pair in replies_in(event, served_by))
+                    if cache is not None else 0)
         record.status, record.reason = "running", None
         record.protocol_source = source
         record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,

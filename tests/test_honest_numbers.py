@@ -297,3 +297,44 @@ def test_a_sweep_point_takes_seeds_and_api_key_env(tmp_path, monkeypatch):
     with pytest.raises(ValueError, match="--api-key-env NOT_SET_ANYWHERE: the environment variable is not set"):
         sweep.run_point("single", dataset, str(tmp_path / "other"), model=model, api_key_env="NOT_SET_ANYWHERE",
                         progress=False)
+
+
+def test_a_negative_token_count_is_recorded_unknown_never_summed(tmp_path, capsys):
+    def script(n, body):
+        reply = json.loads(ok_body('{"reasoning": "r", "answer": 1}'))
+        reply["usage"] = {"prompt_tokens": 5, "completion_tokens": -3000015, "total_tokens": -3000010}
+        return 200, {}, json.dumps(reply)
+
+    with StatusServer(script) as server:
+        code = main(["run", "single", "--dataset", str(items(tmp_path, 3)), "--model", "openai/m",
+                     "--api-base", server.base_url, "--out", str(tmp_path / "run"), "--quiet", "--no-cache"])
+    err = capsys.readouterr().err
+    assert code == 0 and err.count("reported token usage that is not a count") == 1  # said once, not per call
+    rows = events(tmp_path / "run")
+    assert len(rows) == 3 and all(r["completion_tokens"] == 0 and "usage_unknown" in r["faults"] for r in rows)
+    summary = json.loads((tmp_path / "run" / "run.json").read_text())["summary"]
+    assert summary["completion_tokens"] == 0 and summary["prompt_tokens"] == 0
+    assert summary["degraded"] == 0 and summary["failed"] == 0  # the replies were read: only their counts are unknown
+
+
+def test_a_200_html_page_from_a_proxy_fails_fast_whatever_its_content_type(tmp_path, capsys):
+    page = (200, {"Content-Type": "text/html; charset=utf-8"}, "<html><body>Sign in to the proxy</body></html>")
+    with StatusServer(lambda n, body: page) as server:
+        code = main(["run", "single", "--dataset", str(items(tmp_path, 6)), "--model", "openai/m",
+                     "--api-base", server.base_url, "--out", str(tmp_path / "run"), "--quiet", "--no-cache"])
+        sent = len(server.requests)
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and err.startswith("debatekit: error: model 'openai/m': ")
+    assert sent == FAIL_FAST_AFTER  # not retried as a flaky server, item after item
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["status"] == "failed"
+
+
+def test_a_run_in_which_no_debate_got_an_answer_exits_non_zero_in_one_line(tmp_path, capsys):
+    model = scripted.register("always-500", fn=lambda req: scripted.Fault("server"))
+    code = main(["run", "single", "--dataset", str(items(tmp_path, 3)), "--model", model,
+                 "--out", str(tmp_path / "run"), "--quiet", "--no-cache"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0, err
+    assert err.startswith("debatekit: error: single: none of the 3 debates run got an answer; first error: item q")
+    record = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert record["status"] == "failed" and record["summary"]["failed"] == 3

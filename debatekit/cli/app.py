@@ -140,9 +140,13 @@ def cmd_run(args) -> int:
     print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
         print("\n" + visible(paired_block(results)))
+    failed = [r for r in results if r.record.status == "failed"]
+    for r in failed:
+        print(visible(f"debatekit: error: {r.record.config.protocol}: {r.record.reason}; finished items are kept "
+                      "(fix it, then --resume)"), file=sys.stderr)
     for r in results:
         s = r.summary
-        if s["failed"]:
+        if s["failed"] and r not in failed:
             print(visible(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates "
                           f"have no answer (left out of accuracy; --resume retries them); first error: "
                           f"{s['first_error']}"), file=sys.stderr)
@@ -150,7 +154,7 @@ def cmd_run(args) -> int:
             print(f"debatekit: note: {r.record.config.protocol}: {s['degraded']} of {s['debates']} debates answered "
                   f"although some of their calls failed (degraded: scored); --resume --retry-degraded runs them "
                   f"again", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
 
 
 def _resumable(outs: list[Path], parent: str) -> list[bool]:

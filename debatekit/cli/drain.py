@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from debatekit._base import files
 from debatekit._base.signals import DRAIN_FILE
 
 
@@ -31,7 +32,7 @@ def run(args) -> int:
     is_run = (folder / "run.json").exists()
     if not is_run and not (folder / "sweep.json").exists():
         raise ValueError(f"{folder} holds no run (run.json) and no sweep (sweep.json)")
-    (folder / DRAIN_FILE).write_text("drain requested by `debatekit drain`\n", encoding="utf-8")
+    files.write_text(folder / DRAIN_FILE, "drain requested by `debatekit drain`\n")
     what = "its run starts" if is_run else "its points start"
     print(f"asked {folder} to drain: {what} no new debate, the debates already started finish, then it stops "
           f"(watch for 'drained' in its output; the same command, with --resume for a run, continues)")

@@ -26,6 +26,10 @@ from debatekit.records.schemas import DatasetInfo
 from debatekit.records.trace import item_folder_name
 
 
+NOT_NUMBERS = {"nan", "+nan", "-nan", "inf", "+inf", "-inf", "infinity", "+infinity", "-infinity"}
+"""Truths written as text that no answer can equal."""
+
+
 class DatasetError(ValueError):
     """A dataset cannot be used; the message names the file, line and field."""
 
@@ -164,11 +168,25 @@ def _check_encodable(row: dict, path: Path, number: int) -> None:
 
 
 def _check_scorable(item: BaseModel, path: Path, number: int) -> None:
-    """Refuse a truth no answer can equal, naming the line (no truth at all, None, is fine)."""
+    """Refuse a row that cannot be scored as written, naming the line and field (no truth at all,
+    None, is fine): a truth no answer can equal (NaN or infinite; on a question/answer row, a list,
+    an object or a text that reads as NaN), more choices than there are option letters (the prompt
+    would show A-J and drop the rest), a truth that is not one of the option letters.
+    A protocol's own item model (the structured seed datasets) keeps its own fields and checks."""
     truth, choices = getattr(item, "answer", None), getattr(item, "choices", None) or []
+    where = f"{path}: line {number}"
     if isinstance(truth, float) and not math.isfinite(truth):
-        raise DatasetError(f"{path}: line {number}, field 'answer': {truth} can never be scored; give a number, "
-                           "or null for no truth")
+        raise DatasetError(f"{where}, field 'answer': {truth} can never be scored; give a number, or null for no truth")
+    if type(item) is Item:
+        if isinstance(truth, (list, dict)):
+            raise DatasetError(f"{where}, field 'answer': a {type(truth).__name__} can never be scored; give one "
+                               "number, text or option letter, or null for no truth")
+        if isinstance(truth, str) and truth.strip().lower() in NOT_NUMBERS:
+            raise DatasetError(f"{where}, field 'answer': {truth!r} can never be scored; give a number, or null "
+                               "for no truth")
+    if len(choices) > len(LETTERS):
+        raise DatasetError(f"{where}, field 'choices': {len(choices)} choices, but options are lettered "
+                           f"{LETTERS[0]}-{LETTERS[-1]} (at most {len(LETTERS)}); split or shorten the list")
     letters = LETTERS[: len(choices)]
     if truth is not None and choices and not (isinstance(truth, str) and truth.strip().upper() in letters):
         raise DatasetError(f"{path}: line {number}, field 'answer': {truth!r} is not the letter of one of its "

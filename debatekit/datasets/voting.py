@@ -1,35 +1,57 @@
-"""Comparing answers: equality (numeric or case-insensitive), majority vote, agreement."""
+"""Comparing answers: equality (exact for integers and fractions, numeric within `DECIMAL_TOL` for
+decimals, case-insensitive for text), majority vote, agreement."""
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from fractions import Fraction
 from typing import Any, Iterable, Sequence
+
+DECIMAL_TOL = Fraction(1, 10**9)
+"""How far apart two numbers may be and still be one answer, when one of them is not a whole number
+(0.1 + 0.2 against 0.3). Whole numbers (and a fraction against a whole number) compare exactly:
+1000000001 is not 1000000000."""
 
 
 def normalize(answer: Any) -> Any:
-    """A comparable form of an answer: numbers as floats, text stripped and lower-cased, a boolean
-    as "yes"/"no" (a dataset's `true` is the yes of a yes/no answer)."""
+    """A comparable form of an answer: a number as an exact `Fraction` (a decimal as the decimal it
+    is written as, 2.5 as 5/2), text stripped and lower-cased, a boolean as "yes"/"no" (a dataset's
+    `true` is the yes of a yes/no answer)."""
     if answer is None:
         return None
     if isinstance(answer, bool):
         return "yes" if answer else "no"
-    if isinstance(answer, (int, float)):
-        return float(answer)
+    if isinstance(answer, (int, Fraction)):
+        return Fraction(answer)
+    if isinstance(answer, float):
+        return Fraction(repr(answer)) if math.isfinite(answer) else answer
     if isinstance(answer, str):
         text = answer.strip().lower()
-        try:
-            return float(text.replace(",", ""))
-        except ValueError:
-            return " ".join(text.split())
+        number = _number(text.replace(",", ""))
+        return number if number is not None else " ".join(text.split())
     return answer
 
 
+def _number(text: str) -> Fraction | None:
+    """The exact value of a plain numeral (`42`, `-3.5`, `2.5e6`, `3/4`), else None."""
+    try:
+        value = Fraction(text)
+    except (ValueError, ZeroDivisionError, OverflowError):
+        return None
+    return value if text and text.lower() not in ("nan", "inf", "-inf", "infinity") else None
+
+
 def answers_equal(a: Any, b: Any) -> bool:
-    """Whether two answers are the same (numerically for numbers, case-insensitive for text)."""
+    """Whether two answers are the same: exactly for whole numbers and fractions, within
+    `DECIMAL_TOL` where one is a decimal that is not whole, case-insensitively for text."""
     x, y = normalize(a), normalize(b)
-    if isinstance(x, float) and isinstance(y, float):
-        return math.isclose(x, y, rel_tol=1e-9, abs_tol=1e-9)
+    if isinstance(x, Fraction) and isinstance(y, Fraction):
+        if x == y:
+            return True
+        if x.denominator == 1 and y.denominator == 1:
+            return False
+        return abs(x - y) <= DECIMAL_TOL
     return x == y
 
 

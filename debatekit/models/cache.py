@@ -1,7 +1,8 @@
 """On-disk response cache, keyed by debatekit (litellm's own cache is unusable in 1.106.2).
 
 One sqlite file in WAL mode, so several processes of a sweep can share it. A key is the
-sha256 of the model, the messages, the sampling parameters and the output schema.
+sha256 of what was asked (the model, the messages, the sampling parameters and the output schema:
+`request_key`) and of what answers it (the endpoint, the options, the model file: `served_key`).
 
 Each call event keeps, per reply, its key and usage (`reply_record`), so that a resume on a machine
 whose cache lost them (another machine, a deleted cache) puts the replies of the debates a stop cut
@@ -38,35 +39,66 @@ def prompt_hash(messages: list[dict]) -> str:
     return hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def cache_key(model: str, messages: list[dict], params: dict, schema: dict | None) -> str:
-    """Stable key of a request: anything that can change the reply is in it."""
+def request_key(model: str, messages: list[dict], params: dict, schema: dict | None) -> str:
+    """What a call asked: the model's name, the messages, the sampling parameters and the output
+    schema. Recorded with each reply (`reply_record`), it is how a replay finds a reply."""
     blob = json.dumps([model, messages, params, schema], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def reply_record(key: str, reply: dict) -> dict:
-    """What a call event keeps of one reply to restore it later: its cache key, the length of its
-    text (the event holds the text itself, cut to a maximum) and the rest of the reply."""
-    return {"key": key, "chars": len(reply["text"]), **{k: v for k, v in reply.items() if k != "text"}}
+def served_key(request: str, served_by: dict | None) -> str:
+    """The response cache's key: what was asked (`request_key`) and what answers it (`served_by`: the
+    endpoint, the options and the model file, `Gateway.served_by`), so that two servers serving one
+    model name, or a model file replaced in place, never share replies. Its version ("v2") keeps it
+    apart from the request-only keys of caches written before; a reply recorded with one of those
+    is put back under this key by `replies_in`."""
+    blob = json.dumps(["v2", request, served_by or {}], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def replies_in(event: dict) -> list[tuple[str, dict]]:
+def cache_key(model: str, messages: list[dict], params: dict, schema: dict | None,
+              served_by: dict | None = None) -> str:
+    """The response cache's key of a call (`served_key` of its `request_key`)."""
+    return served_key(request_key(model, messages, params, schema), served_by)
+
+
+def reply_record(key: str, reply: dict, request: str | None = None) -> dict:
+    """What a call event keeps of one reply to restore it later: its cache key, what was asked
+    (`request_key`), the length of its text (the event holds the text itself, cut to a maximum) and
+    the rest of the reply."""
+    return {"key": key, **({"request": request} if request else {}), "chars": len(reply["text"]),
+            **{k: v for k, v in reply.items() if k != "text"}}
+
+
+def asked(record: dict) -> str | None:
+    """The `request_key` of a recorded reply: its own, or, recorded before replies kept it, its cache
+    key, which was then the request key."""
+    return record.get("request") or record.get("key")
+
+
+def replies_in(event: dict, served_by=None) -> list[tuple[str, dict]]:
     """The (key, reply) pairs a call event can give back to a response cache, in the order asked.
 
     A call's replies are its repaired ones (`repairs`, each with its text) and then the last
     (`text`); one whose text the event holds cut short, or that does not read as a reply, is left out.
+    With `served_by` (a function of the event's model, `Gateway.served_by`), each is keyed for the
+    endpoint that serves that model now, so that a reply recorded under an older key is found.
     """
     texts = [repair.get("text") for repair in event.get("repairs") or []] + [event.get("text")]
     pairs = []
     for record, text in zip(event.get("replies") or [], texts):
         if not isinstance(record, dict) or not isinstance(text, str) or record.get("chars") != len(text):
             continue
-        reply = {k: v for k, v in record.items() if k not in ("key", "chars")} | {"text": text}
+        reply = {k: v for k, v in record.items() if k not in ("key", "request", "chars")} | {"text": text}
         try:
             CachedReply.model_validate(reply)
         except ValidationError:
             continue
-        pairs.append((record["key"], reply))
+        key = record.get("key")
+        if served_by is not None and asked(record):
+            key = served_key(asked(record), served_by(event.get("model")))
+        if key:
+            pairs.append((key, reply))
     return pairs
 
 

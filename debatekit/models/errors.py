@@ -30,6 +30,9 @@ SETUP_MARKERS = {  # phrases of wrapped exceptions (litellm wraps a custom provi
     "enginelost": "server",  # the shared local engine died mid-call: retried, by a new engine if need be
 }
 
+INVALID_REPLY = "empty or invalid response from llm endpoint"
+"""How litellm words a 200 whose body is no chat completion (an HTML page from a proxy, say)."""
+
 
 def classify(exc: BaseException) -> tuple[str, str]:
     """Kind of a failed attempt: timeout, rate_limit, server, empty (transient); auth, not_found,
@@ -56,6 +59,9 @@ def classify(exc: BaseException) -> tuple[str, str]:
         return "not_found", message
     text = " ".join(f"{type(e).__name__} {e}" for e in _chain(exc)).lower()
     marker = next((kind for phrase, kind in SETUP_MARKERS.items() if phrase in text), None)
+    received = text.partition(INVALID_REPLY)[2].partition("received:")[2].strip()
+    if received and not received.startswith(("''", '""')):  # a body came back, whatever its content type,
+        return "bad_response", message                       # and it was not an API reply
     # litellm reports a connection that failed as a 500; a 502-504 came from a server that is there
     gateway_error = isinstance(status, int) and status > 500
     if marker and not (marker == "connection" and gateway_error):

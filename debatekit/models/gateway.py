@@ -28,6 +28,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
+import os
+import re
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -37,9 +41,9 @@ from pydantic import BaseModel, ValidationError
 
 from debatekit._base.validation import first_error
 from debatekit.models import credentials, repetition
-from debatekit.models.cache import ResponseCache, cache_key, reply_record
+from debatekit.models.cache import ResponseCache, reply_record, request_key, served_key
 from debatekit.models.credentials import redact
-from debatekit.models.errors import ProviderFault, classify, retry_after
+from debatekit.models.errors import LocalModelError, ProviderFault, classify, retry_after
 from debatekit.models.kinds import default_model, policy
 from debatekit.models.providers import litellm_module
 
@@ -220,6 +224,8 @@ class Gateway:
         self.stats: Counter = Counter()
         self._semaphores: dict[str, asyncio.Semaphore] = {}
         self._health: dict[str, _Health] = {}
+        self._said_usage: set[str] = set()
+        self._served_by: dict[str, dict] = {}
         self._sleep = sleep or asyncio.sleep
 
     def add_options(self, model: str, options: dict) -> None:
@@ -296,13 +302,14 @@ class Gateway:
 
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
         """One reply from the cache or the provider, retrying transient faults; None on failure."""
-        key = cache_key(model, messages, params, fmt)
+        asked = request_key(model, messages, params, fmt)
+        key = served_key(asked, self.served_by(model))
         if self.cache is not None and (hit := self.cache.get(key)) is not None:
             done.cache_hits += 1
             self.stats["cache_hits"] += 1
             self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
             _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
-            done.replies.append(reply_record(key, hit))
+            done.replies.append(reply_record(key, hit, asked))
             return hit
         litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
         health = self._health.setdefault(model, _Health())
@@ -324,13 +331,15 @@ class Gateway:
                     self.stats["calls"] += 1
                     reply = await asyncio.wait_for(self._call(model, messages, params, fmt), timeout)
                 health.answered = True
+                if reply.get("usage_unknown"):
+                    self._usage_unknown(model, done)
                 _add_usage(done, reply)
                 self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
                 if not reply["text"].strip():
                     raise ProviderFault("empty", "the model returned an empty reply")
                 if self.cache is not None:
                     self.cache.put(key, reply)
-                done.replies.append(reply_record(key, reply))
+                done.replies.append(reply_record(key, reply, asked))
                 return reply
             except Exception as exc:  # noqa: BLE001 - every provider failure is classified and recorded
                 kind, message = classify(exc)
@@ -367,16 +376,49 @@ class Gateway:
                 cost = float(litellm.completion_cost(completion_response=reply))
             except Exception:  # noqa: BLE001 - unknown price: recorded as null, not as zero
                 cost = None
+        counts = {"prompt_tokens": _count(getattr(usage, "prompt_tokens", 0)),
+                  "completion_tokens": _count(getattr(usage, "completion_tokens", 0)),
+                  "cached_tokens": _count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0))}
+        unknown = None in counts.values()  # a negative or garbled count: unknown, never summed
         return {
             "text": redact(reply.choices[0].message.content or ""),  # a proxy may echo the key it was sent
             "finish_reason": getattr(reply.choices[0], "finish_reason", None),  # "length": cut off at max_tokens
-            "prompt_tokens": getattr(usage, "prompt_tokens", 0) or 0,
-            "completion_tokens": getattr(usage, "completion_tokens", 0) or 0,
-            "cached_tokens": getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0,
+            **{k: 0 if unknown else v for k, v in counts.items()},
+            **({"usage_unknown": True} if unknown else {}),
             "prompt_seconds": getattr(usage, "prompt_seconds", 0.0) or 0.0,
             "generation_seconds": getattr(usage, "generation_seconds", 0.0) or 0.0,
             "cost": cost,
         }
+
+    def served_by(self, model: str | None) -> dict:
+        """What answers `model`'s calls, beside what they ask (`cache.served_key`): the endpoint,
+        however it was set (the model's `api_base` option, or the provider's `*_API_BASE` /
+        `*_BASE_URL` environment variable), its other options but the secret ones, and for a
+        `local/` model its file's size and modification time (a file replaced in place is another
+        model). Taken once per gateway and model: a run asks the same endpoint throughout."""
+        if model is None:
+            return {}
+        if model not in self._served_by:
+            options = self.model_options.get(model, {})
+            found = {k: v for k, v in options.items() if not SECRET_OPTION.search(k)}
+            provider = model.split("/", 1)[0].upper().replace("-", "_")
+            for name in (f"{provider}_API_BASE", f"{provider}_BASE_URL"):
+                if "api_base" not in found and os.environ.get(name):
+                    found["api_base"] = os.environ[name]
+            if model.startswith("local/"):
+                found["file"] = local_file_identity(model.removeprefix("local/"))
+            self._served_by[model] = found
+        return self._served_by[model]
+
+    def _usage_unknown(self, model: str, done: Completion) -> None:
+        """Record a reply whose token usage is no count (fault `usage_unknown`, its tokens 0), and say
+        so once per model: summed, a negative count would corrupt every budget compared."""
+        done.faults.append("usage_unknown")
+        self.stats["usage_unknown"] += 1
+        if model not in self._said_usage:
+            self._said_usage.add(model)
+            print(f"debatekit: warning: {model} reported token usage that is not a count (negative or not a "
+                  "number); those calls' tokens are recorded as unknown (0, fault usage_unknown)", file=sys.stderr)
 
     def _semaphore(self, model: str) -> asyncio.Semaphore:
         if model not in self._semaphores:
@@ -419,6 +461,34 @@ def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
         done.generation_seconds += reply.get("generation_seconds", 0.0)
     if done.cost is not None:
         done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
+
+
+SECRET_OPTION = re.compile(r"key|token|secret|password|auth|header", re.IGNORECASE)
+"""Options never written into a cache key (a key's hash is stored; a secret has no place in it)."""
+
+
+def local_file_identity(name: str) -> list | None:
+    """A local model file's path, size and modification time (None when it is not there yet): what
+    tells a replaced file from the one that gave a cached reply, without hashing a gigabyte per call."""
+    from debatekit.models import local
+
+    try:
+        path = local.model_path(name)
+        info = path.stat()
+    except (OSError, ValueError, LocalModelError):  # not there (yet), or no such model: said where it is used
+        return None
+    return [str(path), info.st_size, info.st_mtime_ns]
+
+
+def _count(value: Any) -> int | None:
+    """A token count a provider reported: a whole number of at least 0 (None and 0 are 0), else None."""
+    if value is None:
+        return 0
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
+        return None
+    return int(value)
 
 
 def capped(text: str, limit: int | None = None) -> str:

@@ -29,7 +29,7 @@ import json
 from collections import Counter, defaultdict
 from typing import Iterable
 
-from debatekit.models.cache import cache_key, prompt_hash, reply_record
+from debatekit.models.cache import asked as asked_of, prompt_hash, reply_record, request_key, served_key
 from debatekit.models.gateway import Completion, Gateway, _add_usage
 from debatekit.models.providers import CALL_CONTEXT
 
@@ -67,8 +67,8 @@ def attempts(event: dict) -> list[tuple[list[dict], dict]]:
     endings = _endings(event.get("faults") or []) if repairs and not per_reply else None
     out = []
     for k, text in enumerate(texts):
-        if per_reply:  # with the request's cache key: a call asked with other sampling parameters is no replay
-            usage = {key: records[k][key] for key in (*USAGE, "key") if key in records[k]}
+        if per_reply:  # with what it asked: a call asked with other sampling parameters is no replay
+            usage = {key: records[k][key] for key in (*USAGE, "key", "request") if key in records[k]}
         else:
             usage = {key: event[key] for key in USAGE if key in event} if k == len(texts) - 1 else {}
             if endings is not None:  # how each reply ended, from the faults its reading recorded
@@ -156,8 +156,9 @@ class Recorded(Gateway):
         if asked not in self.replies and asked not in self.unrecorded_repairs and not done.repairs:
             asked = (*asked[:5], f"{PROMPT_ONLY}{prompt_hash(messages)}")  # an event without its messages?
         found = None if call["live"] else self.replies.get(asked)
-        key = cache_key(model, messages, params, fmt)
-        if found and found[0].get("key", key) != key:
+        request = request_key(model, messages, params, fmt)
+        key = served_key(request, self.served_by(model))
+        if found and (asked_of(found[0]) or request) != request:  # compared by what was asked, not by endpoint
             why = ("the reply recorded for this prompt was asked with other sampling parameters (temperature, seed or "
                    "reply limit)")
             found = None
@@ -186,9 +187,9 @@ class Recorded(Gateway):
             return None
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
-        reply = {k: v for k, v in reply.items() if k != "key"}
+        reply = {k: v for k, v in reply.items() if k not in ("key", "request")}
         _add_usage(done, reply)
-        done.replies.append(reply_record(key, reply))
+        done.replies.append(reply_record(key, reply, request))
         return reply
 
 

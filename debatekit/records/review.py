@@ -136,8 +136,15 @@ def describe(run_dir: Path | str, entry: ReviewItem, shows: Callable[[Path], lis
              f"escalation: {entry.escalation_reason or '-'}",
              f"final answer: {entry.final_answer if entry.final_answer is not None else '-'}"]
     folder = inside(run_dir, entry.item_dir, f"{Path(run_dir) / QUEUE_FILE}, item {entry.item_id!r}")
+    root = Path(run_dir).resolve()
+    for path in sorted(folder.rglob("*")) if folder.is_dir() else []:
+        if path.is_symlink() and not path.resolve().is_relative_to(root):
+            raise RunFolderError(f"{path} links out of the run folder {run_dir}; a review reads only the run's own files")
     if shows is not None:
-        lines.extend(shows(folder))
+        try:
+            lines.extend(shows(folder))
+        except RecursionError:  # a summary nested thousands deep: one line, not a traceback
+            raise RunFolderError(f"{folder}: a file of the debate is nested too deeply to read") from None
     other = sorted(p.name for p in folder.glob("*.json")) if folder.is_dir() else []
     if other:
         lines.append(f"files: {', '.join(other)}")

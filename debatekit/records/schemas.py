@@ -210,7 +210,8 @@ class RunRecord(BaseModel):
     dataset: DatasetInfo
     summary: dict[str, Any] = {}
     reason: str | None = None
-    """Why an interrupted run stopped (a signal, a failed write), when it did not complete."""
+    """Why a run did not complete: why an interrupted run stopped (a signal, a failed write), or why a
+    failed one failed (a model that never answered, no debate with an answer)."""
     protocol_source: dict[str, Any] | None = None
     """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
     package and its version, or a file and its sha256; None in runs recorded before it was kept."""

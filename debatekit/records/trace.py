@@ -33,6 +33,7 @@ from typing import Callable, Iterator
 
 from pydantic import BaseModel, ValidationError
 
+from debatekit._base.files import LinkRefused, open_nofollow
 from debatekit._base.validation import first_error
 from debatekit.records.schemas import DebateRecord, RunRecord
 
@@ -274,7 +275,11 @@ class RunFolder:
         """
         if self._lock is not None:
             return
-        fd = os.open(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+        self.refuse_links()
+        try:
+            fd = open_nofollow(self.path / LOCK_FILE, os.O_RDWR | os.O_CREAT)
+        except LinkRefused as exc:
+            raise RunFolderError(str(exc)) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -286,11 +291,26 @@ class RunFolder:
         os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
         self._lock = fd
 
+    def refuse_links(self) -> None:
+        """Refuse a folder holding a symbolic link (a file or folder of it), before anything is
+        written there: a write would follow it out of the folder.
+
+        Raises:
+            RunFolderError: the first link found, named.
+        """
+        for root, dirs, files in os.walk(self.path):
+            for name in [*dirs, *files]:
+                if os.path.islink(os.path.join(root, name)):
+                    raise RunFolderError(str(LinkRefused(os.path.join(root, name))))
+
     def append(self, name: str, record: BaseModel) -> None:
         """Append one record as one line (a single write on an O_APPEND descriptor)."""
         if name not in self._fds:
             self.path.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+            try:
+                fd = open_nofollow(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+            except LinkRefused as exc:  # an OSError stops a run as a failed write does: interrupted, resumable
+                raise TraceWriteError(errno.ELOOP, str(exc), str(self.path / name)) from None
             if _ends_torn(fd):  # a killed run left half a line: end it so the next line stands alone
                 os.write(fd, b"\n")
             self._fds[name] = fd

@@ -13,6 +13,7 @@ from typing import Any, Callable, Iterator, Protocol
 
 import pandas as pd
 
+from debatekit._base import files
 from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
@@ -190,7 +191,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         bar.close()
     order = {p.id: i for i, p in enumerate(points)}
     results.sort(key=lambda r: order[r.point_id])
-    (out / "failures.json").write_text(json.dumps([asdict(r) for r in results if r.status == "failed"], indent=2))
+    files.write_text(out / "failures.json", json.dumps([asdict(r) for r in results if r.status == "failed"], indent=2))
     summary = collect(out)
     return SweepResult(out, points, results, summary)
 
@@ -206,7 +207,7 @@ def execute_point(task: dict) -> PointResult:
     kept = sidecar.read_bytes() if task.get("was_complete") and sidecar.exists() else None
     result = _execute(task, sidecar)
     if kept is not None and result.status != "complete":
-        sidecar.write_bytes(kept)
+        files.write_bytes(sidecar, kept)
     return result
 
 
@@ -256,4 +257,4 @@ def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> No
 
     meta = {"notebook": str(notebook), "grid": grid, "debatekit_version": __version__, "git_commit": git_commit(),
             "points": [{"id": p.id, "hash": p.digest, "parameters": p.parameters} for p in points]}
-    (out / "sweep.json").write_text(json.dumps(meta, indent=2, default=str))
+    files.write_text(out / "sweep.json", json.dumps(meta, indent=2, default=str))

@@ -6,6 +6,7 @@ import json
 import os
 from pathlib import Path
 
+from debatekit._base import files
 from debatekit.sweep.grid import RESERVED
 
 SIDECAR_VERSION = 1
@@ -61,7 +62,7 @@ def record_point(summary_path: str | None, result, parameters: dict) -> dict:
             "debatekit_version": record.debatekit_version, "git_commit": record.git_commit,
             "summary": record.summary}
     if summary_path:
-        Path(summary_path).write_text(json.dumps(data, indent=2, default=str), encoding="utf-8")
+        files.write_text(summary_path, json.dumps(data, indent=2, default=str))
     return data
 
 
@@ -70,7 +71,7 @@ def stamp(sidecar: Path, digest: str) -> bool:
     data = _read(sidecar)
     if data is None or data.get("status") != "complete":
         return False
-    sidecar.write_text(json.dumps({**data, "point_hash": digest}, indent=2, default=str), encoding="utf-8")
+    files.write_text(sidecar, json.dumps({**data, "point_hash": digest}, indent=2, default=str))
     return True
 
 

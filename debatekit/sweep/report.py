@@ -23,6 +23,7 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 
+from debatekit._base import files
 from debatekit import analysis, registry
 from debatekit._base.extras import need
 from debatekit.analysis import plots
@@ -204,7 +205,7 @@ def write_report(sweep_dir: Path | str, out: Path | str | None = None) -> Path:
 
     data = load(sweep_dir)
     path = Path(out) if out else Path(sweep_dir) / "report.html"
-    path.write_text(report_html(data), encoding="utf-8")
+    files.write_text(path, report_html(data))
     return path
 
 
@@ -229,7 +230,7 @@ def notebook_html(notebook: Path | str) -> str:
 
 def write_notebook_html(notebook: Path | str, out: Path | str | None = None) -> Path:
     path = Path(out) if out else Path(notebook).with_suffix(".html")
-    path.write_text(notebook_html(notebook), encoding="utf-8")
+    files.write_text(path, notebook_html(notebook))
     return path
 
 
@@ -255,5 +256,5 @@ def save_png(fig: go.Figure, path: Path | str, width: int = 900, height: int | N
         raise RuntimeError("PNG export needs Chromium: apt-get install -y chromium (or set BROWSER_PATH)")
     os.environ.setdefault("BROWSER_PATH", browser)
     path = Path(path)
-    fig.write_image(str(path), format="png", width=width, height=height or fig.layout.height or 450, scale=scale)
+    fig.write_image(str(files.refuse_link(path)), format="png", width=width, height=height or fig.layout.height or 450, scale=scale)
     return path

@@ -32,6 +32,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from debatekit._base import files
 from debatekit import __version__
 from debatekit.analysis import summarize
 from debatekit.datasets import DatasetError
@@ -221,7 +222,7 @@ def _write(folder: RunFolder, replaced: dict, result: Rescore, record: RunRecord
         return
     if isinstance(point, dict) and point.get("run_id") == record.run_id:
         point["summary"] = record.summary
-        sidecar.write_text(json.dumps(point, indent=2, default=str), encoding="utf-8")
+        files.write_text(sidecar, json.dumps(point, indent=2, default=str))
 
 
 def _identity(event: dict) -> tuple:

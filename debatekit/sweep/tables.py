@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from debatekit._base import files
 from debatekit.sweep.grid import SweepError
 from debatekit.sweep.point import is_complete_sidecar
 
@@ -73,9 +74,9 @@ def _tidy(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _write_table(frame: pd.DataFrame, stem: Path) -> None:
     try:
-        frame.to_parquet(stem.with_suffix(".parquet"), index=False)
+        frame.to_parquet(files.refuse_link(stem.with_suffix(".parquet")), index=False)
     except ImportError:
-        frame.to_csv(stem.with_suffix(".csv"), index=False)
+        frame.to_csv(files.refuse_link(stem.with_suffix(".csv")), index=False)
 
 
 def _read_table(stem: Path) -> pd.DataFrame:

@@ -57,3 +57,35 @@ def test_limit_and_info(tmp_path):
     items, info = load(str(path), limit=2)
     assert [i.id for i in items] == ["0", "1"] and info.items == 5
     assert "arithmetic" in datasets.available()
+
+
+@pytest.mark.parametrize("row, message", [
+    ({"id": "q1", "question": "Which?", "choices": [f"option {k}" for k in range(12)], "answer": "K"},
+     "line 1, field 'choices': 12 choices, but options are lettered A-J (at most 10)"),
+    ({"id": "q1", "question": "Which?", "choices": [f"option {k}" for k in range(11)], "answer": "A"},
+     "line 1, field 'choices': 11 choices"),
+    ({"id": "q1", "question": "List them.", "answer": [1, 2]}, "line 1, field 'answer': a list can never be scored"),
+    ({"id": "q1", "question": "Describe.", "answer": {"x": 1}}, "line 1, field 'answer': a dict can never be scored"),
+    ({"id": "q1", "question": "How much?", "answer": "NaN"}, "line 1, field 'answer': 'NaN' can never be scored"),
+    ({"id": "q1", "question": "How much?", "answer": " -Infinity"}, "field 'answer': ' -Infinity' can never be scored"),
+])
+def test_rows_that_cannot_be_scored_are_refused_at_load(tmp_path, capsys, row, message):
+    from debatekit.cli.app import main
+
+    path = tmp_path / "d.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(DatasetError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        load(str(path))
+    assert main(["run", "single", "--dataset", str(path), "--model", "scripted/schema", "--out",
+                 str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and str(path) in err and message in err
+
+
+def test_ten_choices_and_a_text_truth_that_only_contains_nan_still_load(tmp_path):
+    path = tmp_path / "d.jsonl"
+    rows = [{"id": "q1", "question": "Which?", "choices": [f"option {k}" for k in range(10)], "answer": "J"},
+            {"id": "q2", "question": "Spell it.", "answer": "nanometre"}]
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    items, _ = load(str(path))
+    assert [i.answer for i in items] == ["J", "nanometre"]
