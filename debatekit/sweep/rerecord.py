@@ -59,6 +59,11 @@ class Rerecord:
     changed: list[str] = field(default_factory=list)
     """Debates whose outcome differs from the recording's, one line each."""
     written: bool = False
+    debates_now: list[DebateRecord] = field(default_factory=list, repr=False)
+    """Today's run of the recording: its debate records, call events and the files its protocol wrote
+    under `items/` (paths relative to the run folder), for checks beyond the outcomes."""
+    events_now: list[dict] = field(default_factory=list, repr=False)
+    files_now: list[str] = field(default_factory=list, repr=False)
 
     @property
     def stale(self) -> bool:
@@ -134,6 +139,9 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
         result.unasked = gateway.unasked()
         result.unreadable = gateway.unreadable
         result.changed = _changed(old, again.debates, seed_of)
+        result.debates_now, result.events_now = again.debates, RunFolder(again.path).events()
+        result.files_now = sorted(str(f.relative_to(again.path)) for f in (again.path / "items").rglob("*")
+                                  if f.is_file())
         if ask_model and result.stale:
             _write(folder, record, again.path, rows, old, seed_of, result)
             result.written = True

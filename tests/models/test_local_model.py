@@ -11,6 +11,8 @@ from debatekit.models.local import LocalModelError, PartsModel
 
 @pytest.mark.local_model
 def test_two_agent_one_round_debate_on_the_local_model(tmp_path, arithmetic_file):
+    """A whole run on the real engine: two JSON-schema answers, their usage and cost in the events.
+    Costs about 30 s here (2 calls, about 250 completion tokens)."""
     from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
 
@@ -89,7 +91,8 @@ def test_unknown_local_model_name_is_a_clear_error():
 @pytest.mark.local_model
 def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_model():
     """Streamed through the machine's engine, a reply whose tail turns periodic ends as fault `loop`
-    long before its token limit, and the repair request (do not repeat yourself) is sent."""
+    long before its token limit, and the repair request (do not repeat yourself) is sent: free-text
+    decoding with the loop stop. Costs about 10 s here (2 calls, at most 800 completion tokens)."""
     import asyncio
 
     from debatekit.models.gateway import Gateway
@@ -103,6 +106,72 @@ def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_
                                                     max_tokens=600))
     assert done.faults[:2] == ["parse", "loop"], done.faults
     assert done.calls == 2 and done.completion_tokens < 600 + 200
+
+
+@pytest.mark.local_model
+def test_a_json_reply_cut_off_at_a_tight_limit_is_sent_back_for_repair_on_the_local_model():
+    """Decoded under the answer's JSON schema (the engine's grammar), a reply cut off at 12 tokens
+    is unreadable JSON: fault `cut_off`, and the repair request asks for a short reply under the
+    same schema. Costs about 10 s here (2 calls, at most 44 completion tokens)."""
+    import asyncio
+
+    from debatekit.models.gateway import CUT_OFF_NOTE, Gateway
+    from debatekit.protocols.shared.answers import AnswerSpec
+
+    local.pull()
+    output = AnswerSpec(kind="integer", format="json").output
+    ask = [{"role": "user", "content": "What is 17 + 25? Explain your steps, then give the answer."}]
+    done = asyncio.run(Gateway(cache=None).complete(local.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
+                                                    max_tokens=12))
+    assert done.faults[:2] == ["parse", "cut_off"], done.faults
+    assert done.calls == 2 and done.completion_tokens <= 24 and done.replies[0]["finish_reason"] == "length"
+    (repair,) = done.repairs
+    assert repair["text"].lstrip().startswith("{")  # constrained: JSON from its first token
+    assert repair["repair_prompt"].endswith(CUT_OFF_NOTE.format(max_tokens=12))
+
+
+CLIENT = """
+import asyncio, sys, time
+from debatekit.models import shared_engine
+started = time.time()
+reply = asyncio.run(shared_engine.complete(sys.argv[1], {"messages": [{"role": "user", "content": sys.argv[2]}],
+                                                        "max_tokens": 8, "temperature": 0, "seed": 1}))
+print(started, time.time(), reply["usage"]["completion_tokens"], flush=True)
+"""
+
+
+@pytest.mark.local_model
+def test_two_processes_share_the_machines_engine_on_the_local_model(tmp_path, monkeypatch):
+    """Two processes call the embedded model at the same moment: one daemon loads it once and
+    answers both, their calls in flight together. Costs about 20 s here (one model load, 2 calls of
+    at most 8 tokens)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from debatekit.models import shared_engine
+
+    weights = local.pull(say=lambda msg: None)
+    home = tmp_path / "home"
+    (home / "models").mkdir(parents=True)
+    (home / "models" / weights.name).symlink_to(weights)  # an engine of its own, beside any other
+    monkeypatch.setenv("DEBATEKIT_HOME", str(home))
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "shared")
+    monkeypatch.setenv("DEBATEKIT_ENGINE_IDLE", "20")
+    try:
+        clients = [subprocess.Popen([sys.executable, "-c", CLIENT, local.DEFAULT_LOCAL, f"Say the number {n}."],
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in (1, 2)]
+        outs = [c.communicate(timeout=600) for c in clients]
+        status = shared_engine.status()
+    finally:
+        if info := shared_engine.status():
+            os.kill(info["pid"], signal.SIGTERM)
+    assert [c.returncode for c in clients] == [0, 0], [err[-2000:] for _, err in outs]
+    spans = [tuple(map(float, out.split()[:2])) for out, _ in outs]
+    assert all(0 < int(out.split()[2]) <= 8 for out, _ in outs)
+    assert status["served"] == 2 and status["models"] == [local.DEFAULT_LOCAL] and status["pid"] != os.getpid()
+    assert max(start for start, _ in spans) < min(end for _, end in spans)  # both waited on the engine at once
 
 
 def test_both_embedded_models_are_listed_with_their_state(tmp_path, monkeypatch, capsys):

@@ -3,11 +3,7 @@
 import json
 import re
 
-from debatekit.models import local
 from debatekit.models.scripted import Fault
-from debatekit.records.schemas import RunConfig
-from debatekit.runner import run
-from tests.local_checks import accounted
 
 FACTS = ["The Nile is about 6650 km long.", "The Amazon carries more water than any other river."]
 
@@ -61,16 +57,3 @@ def roles(seen, verdict=None, argument=None, question=None):
 def pick(text, chance=0.8):
     """A judge that picks the candidate reading `text`."""
     return lambda req, shown: (next(k for k, v in shown.items() if v == text), chance)
-
-
-def on_local_model(tmp_path, protocol, **params):
-    """One StrategyQA item through `protocol` on the embedded model: the debate and its call events,
-    after checking its accounting against the trace (`accounted`) and that every verdict read has
-    a probability in [0.5, 1]."""
-    local.pull()
-    result = run(RunConfig(protocol=protocol, dataset="strategyqa", limit=1, cache=False, call_timeout=600,
-                           params=params), tmp_path / "run", progress=False)
-    debate, events = accounted(result, ("yes", "no").__contains__)
-    judgements = (debate.output or {}).get("judgements", [])
-    assert all(0.5 <= j["probability"] <= 1 for j in judgements)
-    return debate, events

@@ -10,7 +10,6 @@ from debatekit.models.scripted import Fault
 from debatekit.protocols.chateval.prompts import ROLES
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from tests.local_checks import LETTERS, accounted
 
 PANEL = list(ROLES)[:3]  # general_public, critic, fact_checker
 
@@ -284,18 +283,6 @@ def test_json_answers(tmp_path, model_from):
     assert debate.status == "ok" and debate.final_answer == "B"
     assert all(c.schema is not None for c in calls)  # constrained to the answer schema
     assert f"[general_public]: {said('general_public', 1)}\nAnswer: B" in calls[1].messages[0]["content"]
-
-
-@pytest.mark.local_model
-def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit.models import local
-
-    local.pull()
-    result = run(RunConfig(protocol="chateval", dataset="commonsenseqa", limit=1, cache=False,
-                           params={"strategy": "simultaneous_summarizer"}), tmp_path / "run", progress=False)
-    debate, events = accounted(result, LETTERS.__contains__)
-    assert len(debate.rounds) == 2 and len(events) == 7  # 3 agents x 2 rounds and one summary between
-    assert [e["phase"] for e in events].count("summarize") == 1 and debate.output["summaries"][0].strip()
 
 
 def test_show_transcript_reads_the_summary_as_no_answer_asked_not_a_parse_failure(tmp_path):

@@ -9,7 +9,7 @@ from debatekit.protocols.consultancy import consultancy_report
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get
 from debatekit.runner import run
-from tests.protocols.judged_helpers import FACTS, choice_file, on_local_model, pick, roles, yes_no_file
+from tests.protocols.judged_helpers import FACTS, choice_file, pick, roles, yes_no_file
 
 
 def go(tmp_path, model, data, out="run", seed=0, **params):
@@ -149,14 +149,3 @@ def test_json_replies_work_for_every_role(tmp_path, model_from):
     assert debate.status == "ok" and debate.output["questions"] == ["and why?"]
     assert debate.output["quotes"] == {"verified": 2, "unverified": 0}
     assert [j["letter"] for j in debate.output["judgements"]] == ["B", "B"]
-
-
-@pytest.mark.local_model
-def test_one_strategyqa_item_on_the_local_model(tmp_path):
-    debate, events = on_local_model(tmp_path, "consultancy", rounds=2)
-    assert sorted(e["phase"] for e in events) == ["argue", "argue", "judge", "judge_swapped", "question"]
-    (asked,) = [e for e in events if e["phase"] == "question"]
-    if debate.status != "failed":  # failed: the judge's verdicts were unreadable (checked by on_local_model)
-        assert len(debate.output["questions"]) == (asked["error"] is None)
-    else:
-        assert debate.output == {}  # a failed debate keeps no half-built output

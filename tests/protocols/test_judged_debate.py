@@ -12,7 +12,7 @@ from debatekit.protocols.shared import extract
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get
 from debatekit.runner import run
-from tests.protocols.judged_helpers import FACTS, choice_file, on_local_model, pick, roles, yes_no_file
+from tests.protocols.judged_helpers import FACTS, choice_file, pick, roles, yes_no_file
 
 
 def go(tmp_path, model, data, name="judged_debate", out="run", **params):
@@ -326,11 +326,3 @@ def test_the_cli_pairs_the_judged_debate_against_the_judge_alone(tmp_path, model
                  "--out", str(tmp_path / "cmp")]) == 0
     out = capsys.readouterr().out
     assert "paired against blind_judge" in out and "judge accuracy over its readings" in out
-
-
-@pytest.mark.local_model
-def test_one_strategyqa_item_on_the_local_model(tmp_path):
-    debate, events = on_local_model(tmp_path, "judged_debate", rounds=1)
-    assert sorted(e["phase"] for e in events) == ["argue", "argue", "judge", "judge_swapped"]
-    unread = sum(e["phase"].startswith("judge") and e["error"] is not None for e in events)
-    assert len((debate.output or {}).get("judgements", [])) == 2 - unread

@@ -10,7 +10,6 @@ from debatekit.protocols.mad import prompts
 from debatekit.protocols.shared.answers import AnswerSpec
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from tests.local_checks import LETTERS, accounted
 
 NO = "Neither side has settled it.\nPreference: no\nSide: none\nAnswer: none"
 
@@ -237,18 +236,6 @@ def test_bad_parameters_are_one_line_errors(tmp_path, arithmetic_file, capsys, s
                  "--out", str(tmp_path / "r"), "--quiet", *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("debatekit: error:") and message in err and len(err.strip().splitlines()) == 1, err
-
-
-@pytest.mark.local_model
-def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit.models import local
-
-    local.pull()
-    result = run(RunConfig(protocol="mad", dataset="commonsenseqa", limit=1, cache=False),
-                 tmp_path / "run", progress=False)
-    record, events = accounted(result, LETTERS.__contains__)
-    assert record.output["decided_by"] in ("moderator", "judge")
-    assert [e["phase"] for e in events][:3] == ["argue", "argue", "moderate"]
 
 
 def test_show_transcript_reads_as_the_debate(tmp_path, arithmetic_file, model_from):

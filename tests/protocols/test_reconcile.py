@@ -10,7 +10,6 @@ from debatekit.models import scripted
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from tests.local_checks import LETTERS, accounted
 
 QUESTION = {"id": "q1", "question": "Where do you keep milk?", "choices": ["fridge", "oven", "shelf"], "answer": "A"}
 
@@ -283,20 +282,6 @@ def test_bad_parameters_are_one_line_errors(tmp_path, choice_file, capsys):
                      "--out", str(tmp_path / "r"), "--quiet", *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("debatekit: error:") and message in err and err.count("\n") == 1, err
-
-
-@pytest.mark.local_model
-def test_one_commonsenseqa_item_on_the_local_model(tmp_path):
-    from debatekit.models import local
-
-    local.pull()
-    result = run(RunConfig(protocol="reconcile", dataset="commonsenseqa", limit=1, cache=False, call_timeout=600),
-                 tmp_path / "run", progress=False)
-    debate, events = accounted(result, LETTERS.__contains__)
-    assert debate.rounds and len(events) == 3 * len(debate.rounds)  # fresh calls, three agents a round
-    assert all(c is None or 0 <= c <= 1 for r in debate.rounds for c in r.extra["confidence"].values())
-    read = {(e["round"], e["agent"]) for e in events if e["error"] is None}
-    assert all((r.round, a) in read for r in debate.rounds for a, c in r.extra["confidence"].items() if c is not None)
 
 
 def test_after_a_round_nobody_answered_the_agents_get_the_first_prompt_again(tmp_path, choice_file, model_from):

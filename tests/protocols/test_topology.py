@@ -12,7 +12,6 @@ from debatekit.sweep.execute import write_meta
 from debatekit.sweep.guard import check_points
 from debatekit.sweep.point import stamp
 from tests.conftest import answer
-from tests.local_checks import accounted
 
 OTHERS_HEADER = "Other agents have answered the same question"
 SELF_CHECK = "Check your previous answer once more"
@@ -213,17 +212,3 @@ def test_a_bad_adjacency_in_a_sweep_grid_names_the_point(tmp_path):
     with pytest.raises(sweep.SweepError, match="point .*mesh.*parameter 'topology'"):
         check_points(points)
     assert registry.get("society_of_mind").defaults()["topology"] == "full"
-
-
-@pytest.mark.local_model
-def test_a_ring_of_four_on_the_local_model_reads_only_its_neighbours(tmp_path):
-    from debatekit.models import local
-
-    local.pull()
-    result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False, max_tokens=320,
-                           params={"agents": 4, "rounds": 2, "topology": "ring", "stop_on_agreement": False}),
-                 tmp_path / "run", progress=False)
-    record, events = accounted(result, lambda a: isinstance(a, int))
-    assert len(events) == 8 and record.rounds[1].extra["read"]["agent1"] == ["agent2", "agent4"]
-    revise = next(e for e in events if e["agent"] == "agent1" and e["round"] == 2)
-    assert revise["messages"][-1]["content"].count("--- reply of another agent ---") == 2

@@ -220,14 +220,3 @@ def test_bad_parameters_are_named(tmp_path):
         get("arbitration").validate({"reports": "invented"})
     with pytest.raises(ProtocolError, match="threshold"):
         get("arbitration").validate({"threshold": 2})
-
-
-@pytest.mark.local_model
-def test_local_model_arbitrates_one_simple_item(tmp_path):
-    result = run(RunConfig(protocol="arbitration", dataset=dataset(tmp_path, "mr-008"), cache=False),
-                 tmp_path / "run", progress=False)
-    (d,) = result.debates
-    assert d.status == "ok" and d.output["debate_results"]["contradictions_found"] == 1
-    (r,) = d.output["resolutions"]
-    assert r["resolution"] in ("agent1_correct", "agent2_correct", "both_valid", "neither_valid")
-    assert d.usage.calls == 1

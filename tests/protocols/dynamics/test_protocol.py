@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from debatekit.models import local, scripted
+from debatekit.models import scripted
 from debatekit.models.gateway import Gateway
 from debatekit.protocols.dynamics.retrieval import KnowledgeBase
 from debatekit.records.schemas import RunConfig
@@ -402,26 +402,6 @@ def test_shipped_dataset_runs_with_the_schema_model(tmp_path):
     assert [d.status for d in result.debates] == ["ok", "ok"]
     for d in result.debates:
         assert (tmp_path / "run" / "items" / d.item_id / "debate_log.json").exists()
-
-
-@pytest.mark.local_model
-def test_one_decision_on_the_local_model(tmp_path):
-    local.pull()
-    # the seed's time limits at their defaults: time_scale=auto stretches them x20 for a local/ model
-    params = {"route": "debate", "max_rounds": 1, "council_size": 1}
-    result = run(RunConfig(protocol="dynamics", dataset="decisions", limit=1, params=params, cache=False),
-                 tmp_path / "run", progress=False)
-    (debate,) = result.debates
-    assert debate.status == "ok" and result.record.model.startswith("local/")
-    assert debate.output["time_limits_s"] == {"time_scale": 20.0, "agent_timeout_s": 600.0, "round_timeout_s": 2400.0,
-                                              "total_timeout_s": 6000.0, "council_timeout_s": 3600.0,
-                                              "rag_timeout_s": 300.0}
-    log = json.loads((tmp_path / "run" / "items" / debate.item_id / "debate_log.json").read_text())["debate_log"]
-    assert log["rodadas"] and log["metricas"]["tokens_consumidos"] > 0
-    events = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
-    positions = [e for e in events if e["phase"] == "positions"]
-    assert len(positions) >= 2 and all(e["completion_tokens"] > 0 for e in positions)
-    assert any(e["output"] and e["output"]["recommendation"] for e in positions)
 
 
 @pytest.mark.parametrize("caps", [True, False])

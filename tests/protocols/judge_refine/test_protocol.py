@@ -3,11 +3,8 @@
 import json
 import re
 
-import pytest
-
 from debatekit import datasets
 from debatekit.cli.app import main
-from debatekit.models import local
 from debatekit.protocols.judge_refine import Incident
 from debatekit.protocols.judge_refine.hypotheses import keyword_match
 from debatekit.records.schemas import RunConfig
@@ -262,23 +259,6 @@ def test_dry_run_on_schema_filler(tmp_path):
     assert result.summary["failed"] == 0
     for d in result.debates:
         assert set(d.output) == S45_KEYS and d.stop_reason in ("plateau", "consensus", "max_rounds")
-
-
-@pytest.mark.local_model
-def test_one_incident_on_the_local_model(tmp_path):
-    local.pull()
-    # three hypotheses quoting log lines are ~750 tokens: over two minutes on a 2-core CPU
-    result = run(RunConfig(protocol="judge_refine", dataset="incidents", limit=1, cache=False, call_timeout=600,
-                           params={"agents": ["log_focused", "hybrid"], "rounds": 1}),
-                 tmp_path / "run", progress=False)
-    (debate,) = result.debates
-    assert debate.status == "ok" and set(debate.output) == S45_KEYS
-    rows = events(result.path)
-    errors = [(r["agent"], r["error"]) for r in rows if r["error"]]
-    assert [r["phase"] for r in rows].count("hypothesize") == 2 and rows[-1]["phase"] == "judge", errors
-    assert all(r["prompt_tokens"] > 0 and r["completion_tokens"] > 0 for r in rows)
-    final = debate.output["final_hypothesis"]
-    assert final is not None and len(final["hypothesis"]) <= 160 and isinstance(debate.correct, bool)
 
 
 def test_text_caps_off_sends_the_reply_models_without_character_caps(tmp_path, model_from):

@@ -211,20 +211,6 @@ def test_callable_as_a_workflow_node(model_from):
     assert state["patch_debate"]["usage"]["calls"] == 8 and "metrics" not in state["patch_debate"]
 
 
-@pytest.mark.local_model
-def test_one_sentence_on_the_local_model(tmp_path):
-    from debatekit.models import local
-
-    local.pull()
-    result = run(RunConfig(protocol="patch_debate", dataset="absa_reviews", limit=1, cache=False, call_timeout=600),
-                 tmp_path / "run", progress=False)
-    (d,) = result.debates
-    assert d.status == "ok" and d.final_answer in ("positive", "negative", "neutral", "mixed")
-    assert d.usage.calls == 8 and d.usage.completion_tokens > 0
-    assert set(d.output["metrics"]) == {"stage1", "debate", "final"}
-    assert (result.path / "items" / "absa-en-001" / "moderator.json").exists()
-
-
 def _variant(**changes):
     """REPLIES with nested changes: {"stage2_ate.confidence": 0.4, "tan.proposed_edits": [...]}."""
     import copy
