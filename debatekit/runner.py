@@ -302,6 +302,7 @@ async def _debate(solver, item, debate: Debate, protocol: str, calls: CallFaults
         if (stop := as_write_error(exc)) is not None:
             raise stop from exc  # the run folder cannot be written: the run stops (not this item's fault)
         status, error = "failed", f"{type(exc).__name__}: {exc}"
+    outcome = outcome.model_copy(update={"final_answer": _plain(outcome.final_answer), "output": _plain(outcome.output)})
     if status == "ok" and calls.count:
         status, error = ("error", calls.first) if outcome.final_answer is None else ("degraded", None)
     truth = getattr(item, "answer", None)
@@ -310,11 +311,31 @@ async def _debate(solver, item, debate: Debate, protocol: str, calls: CallFaults
     if correct is None and truth is not None and scored:
         correct = outcome.final_answer is not None and answers_equal(outcome.final_answer, truth)
     score = outcome.score if scored and outcome.score is not None else None if correct is None else float(correct)
-    return DebateRecord(
+    record = DebateRecord(
         **{**dict(outcome), "correct": correct, "score": score},
         run_id=debate.run_id, debate_id=debate.debate_id, item_id=item.id, protocol=protocol,
         seed=debate.seed, status=status, error=error, rounds=debate.history, truth=truth,
         stop_reason=debate.stop_reason, usage=debate.usage, wall_s=round(debate.elapsed, 3), log=debate.log)
+    try:
+        record.model_dump_json()
+    except (ValueError, TypeError) as exc:  # pydantic's serialization error included: this debate fails, not the run
+        return record.model_copy(update={
+            "final_answer": None, "output": {}, "correct": None, "score": None, "status": "failed",
+            "error": f"{protocol} returned an answer or output that cannot be stored (item {item.id}): "
+                     f"{str(exc).splitlines()[0]}"})
+    return record
+
+
+def _plain(value: Any) -> Any:
+    """A protocol's answer or output with numpy scalars (`np.int64`, `np.bool_`) as the Python numbers
+    they are, in lists and dicts too, so that they are stored and compared as such."""
+    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return value.item()
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
 
 
 def _seed_of(record: DebateRecord, config: RunConfig) -> int:

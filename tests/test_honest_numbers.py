@@ -338,3 +338,40 @@ def test_a_run_in_which_no_debate_got_an_answer_exits_non_zero_in_one_line(tmp_p
     assert err.startswith("debatekit: error: single: none of the 3 debates run got an answer; first error: item q")
     record = json.loads((tmp_path / "run" / "run.json").read_text())
     assert record["status"] == "failed" and record["summary"]["failed"] == 3
+
+
+@pytest.mark.parametrize("reply", [
+    '{"reasoning": "half a pair: \ud800 then the rest", "answer": 1}',  # the server's JSON holds "\\ud800"
+    json.dumps({"reasoning": "half a pair: \ud800 then the rest", "answer": 1}),  # the model's own JSON does
+], ids=["character", "escape"])
+def test_a_reply_holding_a_lone_surrogate_is_kept_read_and_recorded(tmp_path, reply):
+    with StatusServer(lambda n, body: (200, {}, ok_body(reply))) as server:
+        code = main(["run", "single", "--dataset", str(items(tmp_path, 2)), "--model", "openai/m", "--set",
+                     "answer_format=json", "--api-base", server.base_url, "--out", str(tmp_path / "run"), "--quiet"])
+        assert code == 0
+        again = main(["run", "single", "--dataset", str(items(tmp_path, 2)), "--model", "openai/m", "--set",
+                      "answer_format=json", "--api-base", server.base_url, "--out", str(tmp_path / "again"),
+                      "--quiet"])
+    rows = events(tmp_path / "run")
+    assert len(rows) == 2 and all(r["error"] is None and r["output"]["answer"] == 1 for r in rows)
+    assert all("half a pair: \ufffd then the rest" in r["output"]["reasoning"] for r in rows)
+    assert again == 0 and all(r["cache_hit"] for r in events(tmp_path / "again"))  # the cached reply reads too
+
+
+@pytest.mark.parametrize("answer_format", ["json", "text"])
+def test_a_400_digit_answer_and_truth_are_read_and_compared_exactly(tmp_path, answer_format):
+    huge = "1" + "0" * 400
+    reply = ('{"reasoning": "r", "answer": %s}' % huge) if answer_format == "json" else f"Worked.\nAnswer: {huge}"
+    model = scripted.register(f"huge-{answer_format}", fn=lambda req: reply)
+    data = tmp_path / "huge.jsonl"
+    data.write_text(json.dumps({"id": "q0", "question": "?", "answer": 1}) + "\n"
+                    + '{"id": "q1", "question": "?", "answer": %s1}\n' % huge[:-1]   # one off in its last digit
+                    + '{"id": "q2", "question": "?", "answer": %s}\n' % huge)
+    for out in ("run", "run"):  # the second pass resumes the finished run from its cached replies
+        code = main(["run", "society_of_mind", "--dataset", str(data), "--model", model, "--set",
+                     f"answer_format={answer_format}", "--out", str(tmp_path / out), "--quiet"]
+                    + (["--resume"] if (tmp_path / out / "run.json").exists() else []))
+        assert code == 0
+    rows = {json.loads(line)["item_id"]: json.loads(line) for line in (tmp_path / "run" / "debates.jsonl").open()}
+    assert [rows[q]["correct"] for q in ("q0", "q1", "q2")] == [False, False, True]
+    assert all(r["final_answer"] == int(huge) for r in rows.values())

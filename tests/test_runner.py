@@ -376,3 +376,44 @@ def test_a_second_interrupt_stops_waiting_for_a_run_that_is_slow_to_stop(tmp_pat
     finally:
         release.set()
         loop.close()
+
+
+@pytest.mark.parametrize("value, stored", [("int64", 20), ("int32", 20), ("bool_", True), ("float32", 20.0)])
+def test_a_numpy_scalar_answer_is_stored_as_the_number_it_is(tmp_path, arithmetic_file, value, stored):
+    import numpy as np
+
+    @registry.protocol(f"test_numpy_{value}")
+    def numpy_answer():
+        async def solve(item, debate):
+            kind = getattr(np, value)
+            answer = kind(True) if value == "bool_" else kind(20)
+            return Outcome(final_answer=answer, output={"votes": [kind(1), kind(2)], "best": answer})
+        return solve
+
+    try:
+        result = run(RunConfig(protocol=f"test_numpy_{value}", dataset=str(arithmetic_file), model="scripted/schema"),
+                     tmp_path / "r", progress=False)
+    finally:
+        registry._protocols.pop(f"test_numpy_{value}", None)
+    rows = {json.loads(line)["item_id"]: json.loads(line) for line in (tmp_path / "r" / "debates.jsonl").open()}
+    assert all(r["status"] == "ok" and r["final_answer"] == stored and type(r["final_answer"]) is type(stored)
+               for r in rows.values())
+    assert rows["q2"]["correct"] is (stored == 20)  # q2's truth is 20
+    assert len(result.debates) == 3
+
+
+def test_an_answer_that_cannot_be_stored_fails_its_debate_only_naming_the_item(tmp_path, arithmetic_file):
+    @registry.protocol("test_unstorable")
+    def unstorable():
+        async def solve(item, debate):
+            return Outcome(final_answer=object() if item.id == "q2" else item.answer)
+        return solve
+
+    try:
+        result = run(RunConfig(protocol="test_unstorable", dataset=str(arithmetic_file), model="scripted/schema"),
+                     tmp_path / "r", progress=False)
+    finally:
+        registry._protocols.pop("test_unstorable", None)
+    by_id = {d.item_id: d for d in result.debates}
+    assert by_id["q1"].status == by_id["q3"].status == "ok" and result.record.status == "complete"
+    assert by_id["q2"].status == "failed" and "item q2" in by_id["q2"].error and by_id["q2"].correct is None

@@ -268,7 +268,7 @@ def cmd_datasets(args) -> int:
     print(f"{'name':20} {'items':>5}  {'answer':16} license")
     for name in datasets.available():
         path = datasets.datasets_dir() / f"{name}.jsonl"
-        count = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+        count = sum(1 for line in path.read_text(encoding="utf-8").split("\n") if line.strip())
         entry = about.get(name, {})
         print(f"{name:20} {count:5d}  {entry.get('answer', '-'):16} {entry.get('license', '-')}")
     print(f"folder: {datasets.datasets_dir()}; sources and citations: datasets/README.md")

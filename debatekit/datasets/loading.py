@@ -123,7 +123,7 @@ def load(name_or_path: str, item_model: type[BaseModel] = Item, limit: int | Non
         line = raw[: exc.start].count(b"\n") + 1
         raise DatasetError(f"{path}: line {line} is not valid UTF-8 (byte {exc.start})") from exc
     items, seen, folders = [], {}, {}
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text.split("\n"), start=1):  # not splitlines: U+2028 and U+0085 are text in JSON
         if not line.strip():
             continue
         try:

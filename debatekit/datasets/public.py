@@ -30,7 +30,7 @@ def gsm8k(path: Path) -> list[dict]:
     Items have no source id, so the id is the 0-based line number (`gsm8k-test-0000`).
     """
     rows = []
-    for number, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines()):
+    for number, line in enumerate(Path(path).read_text(encoding="utf-8").split("\n")):
         if not line.strip():
             continue
         raw = json.loads(line)

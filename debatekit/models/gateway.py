@@ -381,7 +381,8 @@ class Gateway:
                   "cached_tokens": _count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0))}
         unknown = None in counts.values()  # a negative or garbled count: unknown, never summed
         return {
-            "text": redact(reply.choices[0].message.content or ""),  # a proxy may echo the key it was sent
+            # a proxy may echo the key it was sent; a lone surrogate (valid JSON, not text) cannot be stored
+            "text": redact(whole_text(reply.choices[0].message.content or "")),
             "finish_reason": getattr(reply.choices[0], "finish_reason", None),  # "length": cut off at max_tokens
             **{k: 0 if unknown else v for k, v in counts.items()},
             **({"usage_unknown": True} if unknown else {}),
@@ -478,6 +479,23 @@ def local_file_identity(name: str) -> list | None:
     except (OSError, ValueError, LocalModelError):  # not there (yet), or no such model: said where it is used
         return None
     return [str(path), info.st_size, info.st_mtime_ns]
+
+
+LONE_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+                                   r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
+"""A JSON escape of half a surrogate pair with no other half beside it (`\\ud800`)."""
+
+
+def whole_text(text: str) -> str:
+    """`text` with each unpaired surrogate replaced by U+FFFD, whether the reply holds the character
+    (a server's JSON `"\\ud800"`, decoded) or its escape inside the model's own JSON: the reply is kept,
+    stored and read, where the raw character fails every write of it and the escape every strict
+    JSON reader."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    return LONE_SURROGATE_ESCAPE.sub(r"\\ufffd", text) if "\\u" in text else text
 
 
 def _count(value: Any) -> int | None:

@@ -237,7 +237,7 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
 
 def _lines(path: Path) -> list[str]:
     """The lines of a JSONL file that hold an object, each ending in a newline."""
-    return [line if line.endswith("\n") else line + "\n" for line in path.read_text(encoding="utf-8").splitlines()
+    return [line if line.endswith("\n") else line + "\n" for line in path.read_text(encoding="utf-8").split("\n")
             if line.strip().startswith("{")]
 
 

@@ -89,3 +89,12 @@ def test_ten_choices_and_a_text_truth_that_only_contains_nan_still_load(tmp_path
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
     items, _ = load(str(path))
     assert [i.answer for i in items] == ["J", "nanometre"]
+
+
+def test_a_line_separator_inside_a_question_is_text_not_a_new_row(tmp_path):
+    path = tmp_path / "d.jsonl"
+    rows = [{"id": "q1", "question": "first part\u2028second part", "answer": 1},
+            {"id": "q2", "question": "next\u0085line\u2029end", "answer": 2}]
+    path.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    items, info = load(str(path))
+    assert [i.question for i in items] == ["first part\u2028second part", "next\u0085line\u2029end"] and info.items == 2

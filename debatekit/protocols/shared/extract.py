@@ -217,6 +217,8 @@ def _number(segment: str, marked: bool) -> int | float | None:
     numbers = NUMBER.findall(plain)
     if not numbers:
         return None
+    if "." not in numbers[-1]:  # a whole number exactly, however long (a float rounds it past 2**53)
+        return int(numbers[-1])
     value = float(numbers[-1])
     return int(value) if value.is_integer() else value
 
