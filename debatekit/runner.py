@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import os
@@ -201,9 +202,11 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         record.finished = now()
         try:
             folder.write_run(record)
-        except OSError:  # a full disk: run.json keeps saying "running"; the error that stopped the run is raised
+        except OSError:  # a full disk: say how the run ended in run.json's own bytes; the error that stopped it is raised
             if record.status == "complete":
                 raise
+            with contextlib.suppress(OSError):
+                folder.mark_run(record.status, record.reason, record.finished)
         folder.close()
         if cache is not None:
             cache.close()

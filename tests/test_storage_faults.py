@@ -178,6 +178,49 @@ def test_a_full_disk_on_a_per_item_file_stops_the_run_too(tmp_path, monkeypatch)
     assert not (tmp_path / "run" / "debates.jsonl").exists()  # no item was recorded as failed
 
 
+def test_a_disk_too_full_for_a_new_run_json_still_says_interrupted_and_leaves_no_temporary_file(
+        tmp_path, monkeypatch, capsys):
+    """The disk fills while the run writes its events; run.json's atomic rewrite then fails too (its
+    temporary copy cannot be written): run.json is marked in its own bytes, the copy is removed."""
+    import debatekit.records.trace as trace
+
+    real_append, real_fdopen, full = RunFolder.append, os.fdopen, {"on": False}
+
+    def append(self, name, record):
+        if name == "debates.jsonl" and full["on"]:
+            raise TraceWriteError(errno.ENOSPC, "No space left on device", str(self.path / name))
+        full["on"] = True  # after the first line: the disk is full
+        return real_append(self, name, record)
+
+    class FullFile:
+        def __init__(self, f):
+            self.f = f
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.f.close()
+
+        def write(self, text):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def fdopen(fd, *args, **kwargs):
+        f = real_fdopen(fd, *args, **kwargs)
+        return FullFile(f) if full["on"] else f
+
+    monkeypatch.setattr(RunFolder, "append", append)
+    monkeypatch.setattr(trace.os, "fdopen", fdopen)
+    out = tmp_path / "run"
+    code = main(["run", "single", "--dataset", str(numbers(tmp_path / "items.jsonl", 5)), "--model", "scripted/schema",
+                 "--out", str(out), "--quiet", "--no-cache", "--concurrency", "1"])
+    err = capsys.readouterr().err.strip()
+    assert code == 1 and err.count("\n") == 0 and "interrupted" in err
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "interrupted" and "No space left" in record["reason"] and record["finished"]
+    assert [p.name for p in out.iterdir() if p.name.startswith(".run.json")] == []
+
+
 # --- 4. SIGTERM ---------------------------------------------------------------------------------
 
 def test_sigterm_is_handled_like_sigint_and_resume_counts_each_call_once(tmp_path):

@@ -123,9 +123,35 @@ def write_json_atomic(path: Path, data: BaseModel | dict) -> None:
     """Write JSON to `path` so that readers see the old or the new file, never half of one."""
     text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2, default=str)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:  # a full disk: no half-written temporary file is left beside the file
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def mark_in_place(path: Path, changes: dict) -> None:
+    """Change a few fields of the JSON file `path` by rewriting it compactly over its own bytes, for
+    a disk too full for `write_json_atomic`'s new copy: an indented file holds its compact form with
+    room to spare, so no new block is needed.
+
+    Raises:
+        OSError: the file cannot be read or written, or its compact form would be longer.
+    """
+    old = path.read_bytes()
+    new = json.dumps({**json.loads(old), **changes}, separators=(",", ":"), default=str).encode("utf-8")
+    if len(new) > len(old):
+        raise OSError(errno.ENOSPC, "no room to mark the file in place", str(path))
+    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
+    try:
+        os.pwrite(fd, new, 0)
+        os.ftruncate(fd, len(new))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def read_jsonl(path: Path) -> Iterator[dict]:
@@ -253,6 +279,11 @@ class RunFolder:
     def write_run(self, record: RunRecord) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self.path / RUN_FILE, record)
+
+    def mark_run(self, status: str, reason: str | None, finished: str | None) -> None:
+        """Say in run.json how the run ended when the disk has no room for a new run.json
+        (`mark_in_place`); its summary stays as it was last written."""
+        mark_in_place(self.path / RUN_FILE, {"status": status, "reason": reason, "finished": finished})
 
     def create(self) -> None:
         """Make the folder, failing with a one-line reason (before anything is written in it).
