@@ -18,7 +18,7 @@ from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, stop_process_tree
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
-from debatekit.sweep.point import degraded_debates, is_complete_sidecar, stamp
+from debatekit.sweep.point import degraded_debates, is_complete_sidecar, stamp, unanswered_debates
 from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
 
@@ -168,7 +168,9 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         if retry_degraded:
             args["retry_degraded"] = True
         complete = is_complete(out, point)
-        if complete and not (retry_degraded and degraded_debates(out / f"{point.id}.json")):
+        sidecar = out / f"{point.id}.json"
+        # a complete point with unanswered debates is run again (it resumes: only those are retried)
+        if complete and not unanswered_debates(sidecar) and not (retry_degraded and degraded_debates(sidecar)):
             results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
         else:
             tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),

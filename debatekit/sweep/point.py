@@ -81,6 +81,15 @@ def is_complete_sidecar(path: Path, digest: str) -> bool:
     return data is not None and data.get("status") == "complete" and data.get("point_hash") == digest
 
 
+def unanswered_debates(path: Path) -> int:
+    """How many debates the point's sidecar counts as unanswered (failed: their calls failed, or the
+    protocol raised); the next run of the sweep runs the point again to retry them."""
+    data = _read(path)
+    summary = data.get("summary") if data else None
+    failed = summary.get("failed") if isinstance(summary, dict) else None
+    return failed if isinstance(failed, int) else 0
+
+
 def degraded_debates(path: Path) -> int:
     """How many debates the point's sidecar counts as degraded (answered although some calls failed)."""
     data = _read(path)

@@ -102,3 +102,31 @@ def test_a_retry_that_fails_keeps_the_points_complete_result(degraded_sweep, mon
 def test_a_grid_may_not_set_retry_degraded():
     with pytest.raises(SweepError, match="grid sets 'retry_degraded', which the sweep sets itself \\(--retry-degraded\\)"):
         sweep.expand_grid({"parameters": {"protocol": "single", "retry_degraded": True}})
+
+
+def _mark_unanswered(out, point_id: str, item: str) -> None:
+    """Make the point's record of `item` failed (its calls failed: no answer) and its sidecar count it."""
+    debates = out / point_id / "debates.jsonl"
+    rows = [json.loads(line) for line in debates.read_text().splitlines()]
+    row = next(r for r in reversed(rows) if r["item_id"] == item)
+    row.update(status="error", error="server: injected", final_answer=None, correct=None, score=None)
+    debates.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    sidecar = out / f"{point_id}.json"
+    data = json.loads(sidecar.read_text())
+    data["summary"]["failed"] = 1
+    sidecar.write_text(json.dumps(data))
+
+
+def test_a_complete_point_with_an_unanswered_debate_is_run_again_and_only_that_debate_retried(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    grid = scripted_grid(tmp_path, points=[{"agents": 2}])
+    out = tmp_path / "out"
+    (point,) = sweep.run_sweep(NOTEBOOK, grid, out, progress=False).points
+    _mark_unanswered(out, point.id, "q2")
+    again = sweep.run_sweep(NOTEBOOK, grid, out, progress=False)  # a plain rerun: no flag needed
+    assert [r.status for r in again.results] == ["complete"]
+    assert _statuses(out / point.id) == {"q1": ["ok"], "q2": ["error", "ok"]}
+    assert json.loads((out / f"{point.id}.json").read_text())["summary"]["failed"] == 0
+    done = sweep.run_sweep(NOTEBOOK, grid, out, progress=False)
+    assert [r.status for r in done.results] == ["skipped"]
