@@ -21,6 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+from debatekit._base.terminal import visible
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
 
 
@@ -73,7 +75,7 @@ def run(args) -> int:
         return signals.exit_status(exc)
     pack_complete(grid, out)
     for r in result.failed:
-        print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+        print(visible(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}"), file=sys.stderr)
     if result.failed:
         print(f"debatekit: {len(result.failed)} point(s) failed; run the same command again to retry them",
               file=sys.stderr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import sys
 
+from debatekit._base.terminal import visible
 
 RETRY_DEGRADED_HELP = ("also run again the debates that answered although some of their calls failed (degraded), "
                        "in complete points too; their other calls come from the response cache")
@@ -56,9 +57,11 @@ def run(args) -> int:
     print(f"{len(result.points)} points: {counts['complete']} run, {counts['skipped']} skipped (complete), "
           f"{counts['failed']} failed; {len(result.summary)} rows in {result.path}/summary.parquet")
     for r in result.failed:
-        print(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}", file=sys.stderr)
+        # a server's error message may hold terminal escapes: printed as text (`visible`), as `run` does
+        print(visible(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}"), file=sys.stderr)
         if r.cell_source:
-            print("  cell:\n" + "\n".join(f"    {line}" for line in r.cell_source.splitlines()), file=sys.stderr)
+            print(visible("  cell:\n" + "\n".join(f"    {line}" for line in r.cell_source.splitlines())),
+                  file=sys.stderr)
     say_drained(result)
     return 1 if result.failed else 3 if result.drained else 0
 

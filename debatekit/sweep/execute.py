@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -16,6 +18,7 @@ import pandas as pd
 from debatekit._base import files
 from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, stop_process_tree
+from debatekit._base.terminal import visible
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
 from debatekit.sweep.point import degraded_debates, is_complete_sidecar, stamp, unanswered_debates
@@ -118,6 +121,32 @@ def is_complete(out: Path | str, point: Point) -> bool:
     return is_complete_sidecar(Path(out) / f"{point.id}.json", point.digest)
 
 
+@contextlib.contextmanager
+def sweep_lock(out: Path) -> Iterator[None]:
+    """Hold the sweep folder as its only writer (an `flock` on its `.lock`, which names this process)
+    for the block.
+
+    Raises:
+        SweepError: another sweep holds it; the message gives that process's id.
+    """
+    try:
+        fd = files.open_nofollow(out / ".lock", os.O_RDWR | os.O_CREAT)
+    except files.LinkRefused as exc:
+        raise SweepError(str(exc)) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            raise SweepError(f"sweep folder {out} is in use by process {holder} (another sweep writes there); "
+                             "wait for it to end, or use another --out") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode("ascii"), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
 def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
               executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
               cell_timeout: float | None = None, retry_degraded: bool = False,
@@ -161,41 +190,43 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     if retry_degraded and "retry_degraded" not in declared:
         raise SweepError(f"notebook {notebook} has no parameter retry_degraded: it cannot run degraded debates again")
     out.mkdir(parents=True, exist_ok=True)
-    (out / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request to drain is spent
-    tasks, results = [], []
-    for point in points:
-        args = _notebook_args(point, declared, out, base)
-        if retry_degraded:
-            args["retry_degraded"] = True
-        complete = is_complete(out, point)
-        sidecar = out / f"{point.id}.json"
-        # a complete point with unanswered debates is run again (it resumes: only those are retried)
-        if complete and not unanswered_debates(sidecar) and not (retry_degraded and degraded_debates(sidecar)):
-            results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
-        else:
-            tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),
-                          "point_id": point.id, "point_hash": point.digest, "parameters": args,
-                          "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout,
-                          "was_complete": complete})
-    if confirm is not None and not confirm(len(tasks), len(results), estimate_seconds(out, len(tasks), workers)):
-        raise SweepError(f"sweep not started: {len(tasks)} points not confirmed (--yes starts without asking)")
-    write_meta(out, notebook, grid_data, points)
-    runner = EXECUTORS[executor](workers) if isinstance(executor, str) else executor
-    bar = tqdm(total=len(points), initial=len(results), desc="sweep", unit="point", disable=not progress)
-    try:
-        for result in runner.map_unordered(execute_point, tasks):
-            results.append(result)
-            bar.update(1)
-            if result.status == "failed":
-                bar.write(f"point {result.point_id} failed: {result.error}")
-            bar.set_postfix(failed=sum(r.status == "failed" for r in results), refresh=False)
-    finally:
-        bar.close()
-    order = {p.id: i for i, p in enumerate(points)}
-    results.sort(key=lambda r: order[r.point_id])
-    files.write_text(out / "failures.json", json.dumps([asdict(r) for r in results if r.status == "failed"], indent=2))
-    summary = collect(out)
-    return SweepResult(out, points, results, summary)
+    with sweep_lock(out):  # one sweep writes in a folder at a time
+        (out / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request to drain is spent
+        tasks, results = [], []
+        for point in points:
+            args = _notebook_args(point, declared, out, base)
+            if retry_degraded:
+                args["retry_degraded"] = True
+            complete = is_complete(out, point)
+            sidecar = out / f"{point.id}.json"
+            # a complete point with unanswered debates is run again (it resumes: only those are retried)
+            if complete and not unanswered_debates(sidecar) and not (retry_degraded and degraded_debates(sidecar)):
+                results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))
+            else:
+                tasks.append({"notebook": str(notebook.resolve()), "output": str((out / f"{point.id}.ipynb").resolve()),
+                              "point_id": point.id, "point_hash": point.digest, "parameters": args,
+                              "kernel_name": kernel_name, "cwd": os.getcwd(), "cell_timeout": cell_timeout,
+                              "was_complete": complete})
+        if confirm is not None and not confirm(len(tasks), len(results), estimate_seconds(out, len(tasks), workers)):
+            raise SweepError(f"sweep not started: {len(tasks)} points not confirmed (--yes starts without asking)")
+        write_meta(out, notebook, grid_data, points)
+        runner = EXECUTORS[executor](workers) if isinstance(executor, str) else executor
+        bar = tqdm(total=len(points), initial=len(results), desc="sweep", unit="point", disable=not progress)
+        try:
+            for result in runner.map_unordered(execute_point, tasks):
+                results.append(result)
+                bar.update(1)
+                if result.status == "failed":
+                    bar.write(visible(f"point {result.point_id} failed: {result.error}"))
+                bar.set_postfix(failed=sum(r.status == "failed" for r in results), refresh=False)
+        finally:
+            bar.close()
+        order = {p.id: i for i, p in enumerate(points)}
+        results.sort(key=lambda r: order[r.point_id])
+        failures = [asdict(r) for r in results if r.status == "failed"]
+        files.write_text(out / "failures.json", json.dumps(failures, indent=2))
+        summary = collect(out)
+        return SweepResult(out, points, results, summary)
 
 
 def execute_point(task: dict) -> PointResult:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable
@@ -42,9 +43,25 @@ def params_hash(parameters: dict) -> str:
     return hashlib.sha256(json.dumps(kept, sort_keys=True, default=str).encode()).hexdigest()[:8]
 
 
+MAX_GRID_BYTES = 1_000_000
+"""A grid file larger than this is refused before it is read (a grid is a few lines)."""
+MAX_GRID_NODES = 10_000
+"""Values a grid may hold once its YAML aliases are expanded (an alias bomb holds billions)."""
+MAX_POINTS = 10_000
+"""Points a grid may expand to, counted before they are built; refused even with `--yes`."""
+
+
 def load_grid(path: Path | str) -> dict:
-    """Read a grid YAML file."""
+    """Read a grid YAML file.
+
+    Raises:
+        SweepError: unreadable, over `MAX_GRID_BYTES`, not YAML, not a mapping, or holding more than
+            `MAX_GRID_NODES` values once its aliases are expanded.
+    """
     try:
+        size = Path(path).stat().st_size
+        if size > MAX_GRID_BYTES:
+            raise SweepError(f"grid {path} is {size:,} bytes; a grid file may be {MAX_GRID_BYTES:,} at most")
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     except OSError as exc:
         raise SweepError(f"cannot read grid {path}: {exc.strerror}") from exc
@@ -52,7 +69,28 @@ def load_grid(path: Path | str) -> dict:
         raise SweepError(f"grid {path} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise SweepError(f"grid {path} must be a mapping with `parameters`, `grid` and/or `points`")
+    if (nodes := _expanded_size(data, {})) > MAX_GRID_NODES:
+        raise SweepError(f"grid {path} holds {nodes:,} values once its YAML aliases are expanded; "
+                         f"{MAX_GRID_NODES:,} at most")
     return data
+
+
+def _expanded_size(value, seen: dict[int, int]) -> int:
+    """How many values `value` holds with every alias expanded, counted once per distinct object
+    (an alias is the same object met again), so a bomb is measured without being expanded."""
+    if not isinstance(value, (dict, list)):
+        return 1
+    if id(value) in seen:
+        return seen[id(value)]
+    seen[id(value)] = MAX_GRID_NODES + 1  # a cycle (an alias inside itself) counts as too many
+    children = value.items() if isinstance(value, dict) else enumerate(value)
+    total = 1
+    for _, child in children:
+        total += _expanded_size(child, seen)
+        if total > MAX_GRID_NODES:
+            break
+    seen[id(value)] = total
+    return total
 
 
 def expand_grid(grid: dict) -> list[Point]:
@@ -75,10 +113,15 @@ def expand_grid(grid: dict) -> list[Point]:
     for key in RESERVED & (set(fixed) | set(axes) | {k for p in explicit if isinstance(p, dict) for k in p}):
         how = " (--retry-degraded)" if key == "retry_degraded" else ""
         raise SweepError(f"grid sets {key!r}, which the sweep sets itself{how}")
+    if (nodes := _expanded_size(grid, {})) > MAX_GRID_NODES:
+        raise SweepError(f"grid holds {nodes:,} values once its YAML aliases are expanded; {MAX_GRID_NODES:,} at most")
     points: list[dict] = []
+    values = [v if isinstance(v, list) else [v] for v in axes.values()]
+    count = math.prod(len(v) for v in values) * bool(axes) + len(explicit)
+    if count > MAX_POINTS:
+        raise SweepError(f"grid expands to {count:,} points; {MAX_POINTS:,} at most (split it into several sweeps)")
     if axes:
         names = list(axes)
-        values = [v if isinstance(v, list) else [v] for v in axes.values()]
         points += [{**fixed, **dict(zip(names, combo))} for combo in itertools.product(*values)]
     for i, extra in enumerate(explicit):
         if not isinstance(extra, dict):

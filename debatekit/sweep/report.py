@@ -256,5 +256,6 @@ def save_png(fig: go.Figure, path: Path | str, width: int = 900, height: int | N
         raise RuntimeError("PNG export needs Chromium: apt-get install -y chromium (or set BROWSER_PATH)")
     os.environ.setdefault("BROWSER_PATH", browser)
     path = Path(path)
-    fig.write_image(str(files.refuse_link(path)), format="png", width=width, height=height or fig.layout.height or 450, scale=scale)
+    fig.write_image(str(files.refuse_link(path)), format="png", width=width,
+                    height=height or fig.layout.height or 450, scale=scale)
     return path

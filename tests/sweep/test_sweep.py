@@ -253,3 +253,43 @@ def test_a_points_rounds_for_a_protocol_without_rounds_is_named(tmp_path):
     with pytest.raises(ProtocolError, match="rounds"):
         sweep.run_point("single", "arithmetic", str(tmp_path / "s"), limit=1, model="scripted/schema", rounds=2,
                         progress=False)
+
+
+def test_a_second_sweep_on_the_same_folder_is_refused_up_front(tmp_path, monkeypatch, capsys):
+    import fcntl
+    import os
+
+    from debatekit.cli.app import main
+
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "out"
+    out.mkdir()
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("parameters: {protocol: single, dataset: arithmetic, limit: 1, model: scripted/schema}\n"
+                    "grid: {seed: [0, 1]}\n")
+    holder = os.open(out / ".lock", os.O_RDWR | os.O_CREAT)  # another sweep, running
+    fcntl.flock(holder, fcntl.LOCK_EX)
+    os.pwrite(holder, b"4242\n", 0)
+    try:
+        code = main(["sweep", str(NOTEBOOK), "--grid", str(grid), "--out", str(out), "--yes", "--quiet"])
+    finally:
+        os.close(holder)
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and err.count("\n") == 0 and f"sweep folder {out} is in use by process 4242" in err
+    assert sorted(p.name for p in out.iterdir()) == [".lock"]  # nothing run, nothing written
+
+
+def test_a_failed_points_error_is_printed_with_its_terminal_escapes_as_text(tmp_path, monkeypatch, capsys):
+    from debatekit.cli.app import main
+    from debatekit.sweep.execute import SweepResult
+    from debatekit.sweep.results import PointResult
+
+    hostile = "server said \x1b]0;pwned\x07\x1b[2J\x1b[31mretry\x1b[0m"
+    failed = PointResult("p1", "failed", "p1.ipynb", error=hostile, cell=3, cell_source="run(\x1b[2J)")
+    monkeypatch.setattr(sweep, "run_sweep", lambda *a, **k: SweepResult(tmp_path, [], [failed], pd.DataFrame()))
+    grid = tmp_path / "grid.yaml"
+    grid.write_text("grid: {seed: [0]}\n")
+    assert main(["sweep", str(NOTEBOOK), "--grid", str(grid), "--out", str(tmp_path / "out"), "--yes"]) == 1
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert "server said \\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mretry" in err and "run(\\x1b[2J)" in err
