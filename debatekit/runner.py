@@ -85,7 +85,7 @@ def default_out(config: RunConfig) -> Path:
 async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool = False,
                retry_degraded: bool = False, progress: bool = True, gateway: Gateway | None = None,
                on_debate: Callable[[DebateRecord], None] | None = None,
-               only: set[tuple[str, int]] | None = None) -> RunResult:
+               only: set[tuple[str, int]] | None = None, allow_protocol_change: bool = False) -> RunResult:
     """Run `config` and write its run folder; see `run` for the arguments. `only`: run just these
     (item id, seed) debates (`debatekit.sweep.rescore` plays back the debates a run recorded)."""
     spec = registry.get(config.protocol)
@@ -108,7 +108,8 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
-        record = _open_record(folder, config, info, resume, spec.source, cache, gateway.served_by)
+        record = _open_record(folder, config, info, resume, spec.source, cache, gateway.served_by,
+                              allow_protocol_change)
     except BaseException:
         folder.close()
         if cache is not None:
@@ -225,7 +226,9 @@ def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunR
             although some of their calls failed; with the response cache on, every call whose
             prompt is unchanged is served from it; a retry that answers supersedes the old record,
             one that does not leaves it the item's), `progress` (a progress bar; tqdm.auto, a widget in notebooks), `gateway`
-            (one to share across runs; default a new one with the disk cache).
+            (one to share across runs; default a new one with the disk cache), `allow_protocol_change`
+            (with `resume`: continue although the protocol's file or package changed since the run began;
+            run.json's `protocol_versions` then names each version and the resume it began with).
 
     Raises:
         registry.ProtocolError, datasets.DatasetError, RunFolderError: bad input, named.
@@ -351,8 +354,25 @@ async def _cancel(tasks: list[asyncio.Future]) -> None:
     await asyncio.gather(*tasks, return_exceptions=True)
 
 
+BUILTIN_SOURCE = {"kind": "builtin"}
+
+
+def _code_of(source: dict | None) -> tuple:
+    """What identifies a protocol's code in `protocol_source`: a file's sha256, a package's version;
+    a built-in protocol's code is debatekit's own (its commit is recorded per resume)."""
+    source = source or {}
+    return source.get("kind"), source.get("sha256"), source.get("version")
+
+
+def _version(source: dict) -> str:
+    """A protocol source in a few words, with the part that tells two versions apart."""
+    code = source.get("sha256", "")[:12] or source.get("version")
+    return registry.describe(source) + (f" at {code}" if code else "")
+
+
 def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None,
-                 cache: ResponseCache | None = None, served_by=None) -> RunRecord:
+                 cache: ResponseCache | None = None, served_by=None, allow_protocol_change: bool = False
+                 ) -> RunRecord:
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
@@ -365,6 +385,14 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
                                  f"({_config_diff(record, config)})")
         if record.dataset.sha256 != info.sha256:
             raise RunFolderError(f"cannot resume {folder.path}: dataset {info.path} changed since the run began")
+        if record.protocol_source is not None and _code_of(record.protocol_source) != _code_of(source):
+            if not allow_protocol_change:
+                was, now_ = _version(record.protocol_source), _version(source or BUILTIN_SOURCE)
+                raise RunFolderError(f"cannot resume {folder.path}: the code of protocol {config.protocol!r} changed "
+                                     f"since the run began ({was} -> {now_}); --allow-protocol-change continues it "
+                                     "with both versions recorded in run.json")
+            record.protocol_versions = record.protocol_versions or [{**(record.protocol_source or {}), "from_resume": 0}]
+            record.protocol_versions.append({**(source or {}), "from_resume": len(record.resumes) + 1})
         cut_off = folder.prune_unfinished()
         # the replies those debates received go back to a cache that lost them (another machine):
         # their items run again from the start and ask the model only where it had not answered

@@ -151,3 +151,24 @@ def test_new_protocol_writes_a_two_agent_starting_point_whose_test_passes(tmp_pa
     assert test.returncode == 0 and "1 passed" in test.stdout, test.stdout + test.stderr
     assert main(["new", "protocol", "duo", "--dir", str(tmp_path / "mine")]) == 2  # never overwrites
     assert main(["new", "protocol", "not-a-name"]) == 2
+
+
+def test_a_resume_after_the_protocol_file_changed_is_refused_unless_allowed_and_then_both_are_kept(tmp_path, capsys):
+    path = readme_pair(tmp_path)
+    out = tmp_path / "run"
+    args = ["run", f"{path}:pair", "--dataset", "arithmetic", "--model", "scripted/schema", "--rounds", "2",
+            "--out", str(out), "--quiet"]
+    assert main([*args, "--limit", "2"]) == 0
+    first = __import__("hashlib").sha256(path.read_bytes()).hexdigest()
+    path.write_text(path.read_text() + "\n# edited after the run began\n")
+    second = __import__("hashlib").sha256(path.read_bytes()).hexdigest()
+    capsys.readouterr()
+    assert main([*args, "--limit", "3", "--resume"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "the code of protocol" in err and "--allow-protocol-change" in err
+    assert len((out / "debates.jsonl").read_text().splitlines()) == 2  # nothing ran with the new code
+    assert main([*args, "--limit", "3", "--resume", "--allow-protocol-change"]) == 0
+    record = json.loads((out / "run.json").read_text())
+    assert [(v["sha256"], v["from_resume"]) for v in record["protocol_versions"]] == [(first, 0), (second, 1)]
+    assert record["protocol_source"]["sha256"] == second and len(record["resumes"]) == 1
+    assert main([*args, "--limit", "3", "--allow-protocol-change"]) == 2  # the flag belongs to --resume

@@ -81,6 +81,9 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
     run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
+    run.add_argument("--allow-protocol-change", action="store_true",
+                     help="with --resume: continue although the protocol's file changed since the run began "
+                          "(run.json records both versions)")
     run.add_argument("--retry-degraded", action="store_true",
                      help="with --resume: also run again the debates that answered although some of their calls "
                           "failed (status degraded); with the response cache on, every call whose prompt is unchanged comes "
@@ -116,6 +119,8 @@ def cmd_run(args) -> int:
     sets = _parse_set(args.sets)
     if args.resume and not args.out:
         raise ValueError("--resume needs --out RUN_DIR: the folder of the run to continue")
+    if args.allow_protocol_change and not args.resume:
+        raise ValueError("--allow-protocol-change needs --resume --out RUN_DIR: it continues an existing run")
     if args.retry_degraded and not args.resume:
         raise ValueError("--retry-degraded needs --resume --out RUN_DIR: it runs again debates of an existing run")
     configs = []
@@ -136,7 +141,8 @@ def cmd_run(args) -> int:
         resume = _resumable(outs, args.out)
     results = []
     for config, out, again in zip(configs, outs, resume):
-        results.append(run(config, out, resume=again, retry_degraded=args.retry_degraded, progress=not args.quiet))
+        results.append(run(config, out, resume=again, retry_degraded=args.retry_degraded, progress=not args.quiet,
+                           allow_protocol_change=args.allow_protocol_change))
     print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
         print("\n" + visible(paired_block(results)))

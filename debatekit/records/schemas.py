@@ -215,6 +215,10 @@ class RunRecord(BaseModel):
     protocol_source: dict[str, Any] | None = None
     """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
     package and its version, or a file and its sha256; None in runs recorded before it was kept."""
+    protocol_versions: list[dict[str, Any]] = []
+    """Every version of the protocol's code the run was made with, when a resume continued it after
+    the code changed (`--allow-protocol-change`): each a `protocol_source` and `from_resume`, the
+    resume it began with (0: the run's start); empty when one version made the whole run."""
     resumes: list[dict[str, Any]] = []
     """One entry per `--resume` of the run: when (`at`), from which code (`git_commit`,
     `debatekit_version`), with how many items already answered (`answered`) and the limit it ran to
