@@ -17,6 +17,7 @@ the run start no new debate and end, once the debates it started finish, with `D
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import faulthandler
 import os
 import signal
@@ -30,6 +31,8 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM arrived; handled wherever Ctrl-C is."""
 
 
+PR_SET_PDEATHSIG = 1
+"""prctl's option number on Linux."""
 DRAIN_FILE = ".drain"
 """A file that asks a run (in its folder) or a sweep (in the sweep folder) to drain: start no new
 debate or point, let those already started finish, and stop; `debatekit drain FOLDER` writes it,
@@ -260,3 +263,17 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return state != "Z"
+
+
+def die_with_parent(parent: int) -> None:
+    """Have the kernel send this process SIGTERM when `parent` (the process that started it) dies, on
+    Linux (`prctl(PR_SET_PDEATHSIG)`); elsewhere nothing. If the parent is already gone (it died
+    before this call), the process ends now."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0) != 0:
+            return
+    except (OSError, AttributeError):  # no libc prctl: not Linux
+        return
+    if os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)

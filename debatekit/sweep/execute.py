@@ -17,7 +17,7 @@ import pandas as pd
 
 from debatekit._base import files
 from debatekit._base.extras import need
-from debatekit._base.signals import DRAIN_FILE, stop_process_tree
+from debatekit._base.signals import DRAIN_FILE, die_with_parent, stop_process_tree
 from debatekit._base.terminal import visible
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
@@ -61,7 +61,8 @@ class LocalExecutor:
         if not tasks:
             return
         pool = ProcessPoolExecutor(max_workers=min(self.workers, len(tasks)),
-                                   mp_context=multiprocessing.get_context("spawn"), initializer=_leave_sigint)
+                                   mp_context=multiprocessing.get_context("spawn"), initializer=_start_worker,
+                                   initargs=(os.getpid(),))
         try:
             for future in as_completed([pool.submit(fn, t) for t in tasks]):
                 yield future.result()
@@ -73,9 +74,13 @@ class LocalExecutor:
         pool.shutdown()
 
 
-def _leave_sigint() -> None:
-    """Workers ignore the terminal's Ctrl-C: the sweep process decides, and ends them with their kernels."""
+def _start_worker(sweep_pid: int) -> None:
+    """Workers ignore the terminal's Ctrl-C: the sweep process decides, and ends them with their kernels.
+    And they die with the sweep (`die_with_parent`): a sweep killed outright (SIGKILL, an OOM kill)
+    leaves no worker running its points unsupervised, nor holding their run folders; each kernel
+    then ends too, as ipykernel does when its parent is gone."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    die_with_parent(sweep_pid)
 
 
 def _dask_executor(workers: int = 1) -> Executor:

@@ -252,3 +252,37 @@ def test_a_grids_rounds_pass_the_check_for_dynamics_whose_rounds_parameter_is_ma
     guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [1, 2]}}))
     with pytest.raises(sweep.SweepError, match="max_rounds"):
         guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [0]}}))
+
+
+def test_a_sweep_killed_outright_takes_its_workers_and_kernels_with_it_and_the_same_command_finishes(tmp_path):
+    """SIGKILL leaves the sweep no chance to stop anything: its workers must die with it (a parent-death
+    signal), their kernels with them, so that no point runs unsupervised or holds its run folder."""
+    grid = tmp_path / "grid.json"
+    grid.write_text(json.dumps(scripted_grid(tmp_path, grid={"seed": list(range(6))})))
+    out = tmp_path / "out"
+    env = dict(os.environ, PYTHONPATH=str(ROOT), DEBATEKIT_CACHE_DIR=str(tmp_path / "cache"))
+    argv = [sys.executable, "-m", "debatekit.cli", "sweep", str(NOTEBOOK), "--grid", str(grid), "--out", str(out),
+            "--workers", "2", "--quiet"]
+    proc = subprocess.Popen(argv, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while not _kernels(descendants(proc.pid)):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read()[-2000:]
+            time.sleep(0.05)
+        tree = descendants(proc.pid)
+        proc.kill()
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    deadline = time.monotonic() + 30
+    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    left = [pid for pid in tree if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    assert left == [], "workers, kernels or the resource tracker outlived a killed sweep"
+    again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "6 points" in again.stdout and "0 failed" in again.stdout
