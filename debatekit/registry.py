@@ -162,7 +162,7 @@ class ProtocolSpec:
             if (name == "temperature" or name.endswith("_temperature")) and isinstance(value, (int, float)) \
                     and not low <= value <= high:
                 raise ProtocolError(f"protocol {self.name!r}, parameter {name!r}: a temperature must be "
-                                    f"{low:g} to {high:g}, got {value:g}")
+                                    f"{low:g} to {high:g}, got {value!r}")
         return checked
 
     def params_model(self) -> type[BaseModel]:

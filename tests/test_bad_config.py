@@ -149,3 +149,33 @@ def test_bad_grids_are_named(grid, message):
     with pytest.raises(sweep.SweepError) as err:
         sweep.expand_grid(grid)
     assert message in str(err.value)
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--timeout", "inf"], "field 'call_timeout': Input should be a finite number"),
+    (["--timeout", "nan"], "field 'call_timeout'"),
+    (["--set", "temperature=2.0000001"], "a temperature must be 0 to 2, got 2.0000001"),
+])
+def test_values_just_past_a_limit_are_refused_and_named_as_given(tmp_path, capsys, flags, message):
+    from debatekit.cli.app import main
+
+    code = main(["run", "single", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
+                 "--out", str(tmp_path / "r"), "--quiet", *flags])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and message in err and err.count("\n") == 0, err
+    assert not (tmp_path / "r").exists()
+
+
+def test_a_line_break_in_an_item_id_stays_inside_its_cell_of_the_show_table(tmp_path, capsys):
+    import json as _json
+
+    from debatekit.cli.app import main
+
+    data = tmp_path / "d.jsonl"
+    data.write_text(_json.dumps({"id": "q1\nforged row", "question": "?", "answer": 1}) + "\n")
+    assert main(["run", "single", "--dataset", str(data), "--model", "scripted/schema", "--out", str(tmp_path / "r"),
+                 "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["show", str(tmp_path / "r")]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert len(lines) == 2 and lines[1].startswith("q1\\nforged row  ok")

@@ -342,3 +342,19 @@ def test_resume_of_a_comparison_none_of_which_began_refuses(tmp_path, arithmetic
     assert main(both) == 2
     assert "no run there" in capfd.readouterr().err
     assert not (tmp_path / "cmp").exists()
+
+
+def test_a_writer_that_took_the_lock_an_instant_ago_is_named_not_unknown(tmp_path):
+    import fcntl
+    import threading
+
+    folder = tmp_path / "run"
+    folder.mkdir()
+    holder = os.open(folder / ".lock", os.O_RDWR | os.O_CREAT)
+    fcntl.flock(holder, fcntl.LOCK_EX)  # locked, its pid not written yet: two runs started together
+    threading.Timer(0.05, lambda: os.pwrite(holder, b"31337\n", 0)).start()
+    try:
+        with pytest.raises(RunFolderError, match="in use by process 31337"):
+            RunFolder(folder).lock()
+    finally:
+        os.close(holder)

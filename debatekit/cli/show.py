@@ -73,7 +73,7 @@ def protocol_report(name: str) -> Callable | None:
 
 def item_list(debates: list[DebateRecord]) -> str:
     head = ("item", "status", "correct", "score", "rounds", "stop", "calls", "tokens", "wall s")
-    rows = [head] + [(d.item_id, d.status, _cell(d.correct), _cell(d.score), str(len(d.rounds)),
+    rows = [head] + [(_one_line(d.item_id), d.status, _cell(d.correct), _cell(d.score), str(len(d.rounds)),
                       d.stop_reason or "-", str(d.usage.calls),
                       str(d.usage.prompt_tokens + d.usage.completion_tokens), f"{d.wall_s:.1f}") for d in debates]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
@@ -104,6 +104,11 @@ def generic(d: DebateRecord, item_folder: Path) -> str:
     if files:
         lines.append(f"files ({item_folder}): {', '.join(files)}")
     return "\n".join(lines)
+
+
+def _one_line(text: str) -> str:
+    """A table cell on one line: a line break in an item id is shown as `\\n`, not obeyed."""
+    return text.replace("\r", "\\r").replace("\n", "\\n")
 
 
 def _cell(value: Any) -> str:

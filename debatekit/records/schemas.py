@@ -40,11 +40,11 @@ class RunConfig(Strict):
     """Debates (items) run at once."""
     max_calls_in_flight: int | None = Field(None, ge=1)
     """Model calls in flight per model; None: per provider default."""
-    call_timeout: float | None = Field(None, gt=0)
+    call_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `model_kinds.policy(model).call_timeout`)."""
-    round_timeout: float | None = Field(None, gt=0)
+    round_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds per parallel phase; unfinished agents are cut off and logged."""
-    debate_timeout: float | None = Field(None, gt=0)
+    debate_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds per debate; the debate stops with reason `timeout`."""
     token_budget: int | None = Field(None, ge=1)
     """Completion tokens per debate; the debate stops with reason `budget`."""

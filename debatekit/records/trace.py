@@ -26,6 +26,7 @@ import json
 import os
 import subprocess
 import tempfile
+import time
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
@@ -314,7 +315,13 @@ class RunFolder:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            holder = ""
+            for _ in range(20):  # a writer that took the lock this instant writes its pid a moment later
+                holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+                if holder:
+                    break
+                time.sleep(0.01)
+            holder = holder or "unknown"
             os.close(fd)
             raise RunFolderError(f"run folder {self.path} is in use by process {holder} (another debatekit run "
                                  "writes there); wait for it to end, or use another --out") from None
