@@ -13,11 +13,13 @@ call events kept the replies they repaired (its first reply is lost); a call rec
 with its recorded error. No provider is ever called, so a played-back call costs nothing: its
 reply keeps its recorded usage, and counts as a cache hit.
 
-Two options serve `debatekit.sweep.rerecord`, which keeps a recording current: `fallback`, a
-gateway that answers the calls with no recorded reply (the model is asked only what is new), and
+Three options serve `debatekit.sweep.rerecord`, which keeps a recording current: `fallback`, a
+gateway that answers the calls with no recorded reply (the model is asked only what is new);
 `unread_fails`, which ends a call whose recorded reply reads today as it did not in the run (no
 repair was recorded for it) as a parse failure, never as a repair request: a change of reading
-then costs no model call. Either way the gateway keeps count of what it did: `missing` (asked,
+then costs no model call; and `lost_as_last`, which answers a call repaired before repairs were
+recorded with the reply it ended with (its first reply is lost), so that such a run stays a
+recording of what its model said rather than needing the model again. Either way the gateway keeps count of what it did: `missing` (asked,
 not recorded), `live` (asked of the fallback), `unreadable` and `unasked()` (recorded, not asked).
 """
 
@@ -85,6 +87,15 @@ def attempts(event: dict) -> list[tuple[list[dict], dict]]:
     return out
 
 
+def last_reply(event: dict) -> dict:
+    """The reply a call event ended with (its text and usage, or its error), for a call whose earlier
+    replies were not recorded."""
+    if event.get("error") and not (event.get("error_kind") == "parse" and event.get("text")):
+        return {"error": event["error"], "error_kind": event.get("error_kind"),
+                "faults": [f for f in event.get("faults") or [] if f not in READ_FAULTS]}
+    return {**{key: event[key] for key in USAGE if key in event}, "text": event.get("text") or ""}
+
+
 def _endings(faults: list[str]) -> list[str | None]:
     """For each reply whose reading failed, in order, how it ended ("cut_off", "loop" or None): the
     gateway records "parse" for each such reply, followed by its ending if it did not end by itself."""
@@ -102,10 +113,12 @@ class Recorded(Gateway):
     to its run seed (`DebateRecord.seed`), so that runs of one item under several seeds stay apart."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0,
-                 *, fallback: Gateway | None = None, unread_fails: bool = False):
+                 *, fallback: Gateway | None = None, unread_fails: bool = False, lost_as_last: bool = False):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
-        self.fallback, self.unread_fails = fallback, unread_fails
+        self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
+        self.lost: dict[tuple, dict] = {}
+        """With `lost_as_last`: the last reply of each call repaired before repairs were recorded."""
         self.replies: dict[tuple, list[dict]] = defaultdict(list)
         self.unrecorded_repairs: set[tuple] = set()
         self.left_unread: set[tuple] = set()
@@ -127,15 +140,22 @@ class Recorded(Gateway):
                 if tries and len(tries) == 1:
                     self.replies[first].append(tries[0][1])
                 else:  # its repairs' prompts cannot be told: only the model can answer it again
-                    self.unrecorded_repairs.add(first)
+                    self._lose(first, event)
                 continue
             if not tries:
-                self.unrecorded_repairs.add(place(*where, event.get("messages") or []))
+                self._lose(place(*where, event.get("messages") or []), event)
             elif event.get("error_kind") == "parse" and "repairs" in event and not event["repairs"]:
                 self.left_unread.add(place(*where, tries[0][0]))  # recorded as unreadable, and not sent back
             for messages, reply in tries:
                 self.replies[place(*where, messages)].append(reply)
         self.recorded = Counter({key: len(found) for key, found in self.replies.items()})
+
+    def _lose(self, asked: tuple, event: dict) -> None:
+        """A call repaired before repairs were recorded: only the reply it ended with is known."""
+        self.unrecorded_repairs.add(asked)
+        self.lost[asked] = last_reply(event)
+        if event.get("error_kind") == "parse":  # it ended unread in the run too
+            self.left_unread.add(asked)
 
     def unasked(self) -> list[tuple]:
         """Where recorded replies were never asked for (a call today's run no longer makes)."""
@@ -156,6 +176,8 @@ class Recorded(Gateway):
         if asked not in self.replies and asked not in self.unrecorded_repairs and not done.repairs:
             asked = (*asked[:5], f"{PROMPT_ONLY}{prompt_hash(messages)}")  # an event without its messages?
         found = None if call["live"] else self.replies.get(asked)
+        if not found and self.lost_as_last and asked in self.lost and not done.repairs:
+            found = [self.lost[asked]]  # its first reply was lost: the reply it ended with stands in
         request = request_key(model, messages, params, fmt)
         key = served_key(request, self.served_by(model))
         if found and (asked_of(found[0]) or request) != request:  # compared by what was asked, not by endpoint

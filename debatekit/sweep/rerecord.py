@@ -30,13 +30,13 @@ from debatekit import __version__
 from debatekit.analysis import summarize
 from debatekit.datasets import DatasetError
 from debatekit.models.gateway import Gateway
-from debatekit.models.recorded import Recorded
+from debatekit.models.recorded import READ_FAULTS, Recorded
 from debatekit.records import review
 from debatekit.records.schemas import DebateRecord, RunRecord
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, LOCK_FILE, RUN_FILE, RunFolder, RunFolderError,
                                      git_commit, now, write_json_atomic)
 from debatekit.runner import connection_options, run
-from debatekit.sweep.rescore import READ_USAGE, READING
+from debatekit.sweep.rescore import READING
 
 COMPARED = ("final_answer", "score", "correct", "stop_reason", "converged", "needs_human_review", "rounds")
 """What a debate record decides, compared between the recording and today's run of it."""
@@ -126,7 +126,8 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
                            model_options=config.model_options)
         if options := connection_options(config):
             fallback.add_options(record.model, options)
-    gateway = Recorded(events, seed_of, default_seed=config.seed, fallback=fallback, unread_fails=True)
+    gateway = Recorded(events, seed_of, default_seed=config.seed, fallback=fallback, unread_fails=True,
+                       lost_as_last=True)
     result = Rerecord(folder.path, debates=len(old), calls=len(events))
     scratch = Path(tempfile.mkdtemp(prefix=".rerecord-", dir=folder.path.parent))
     try:
@@ -193,7 +194,7 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
             at, was = matched.pop(0)
             if any(was.get(key) != e.get(key) for key in READING):
                 reread.add(e["debate_id"])
-                was = {**was, **{key: e.get(key) for key in (*READING, "repairs")}}
+                was = _reread(was, e)
             merged.append((at, {**was, "debate_id": e["debate_id"]}))
         else:
             asked.add(e["debate_id"])
@@ -209,8 +210,9 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
             debates.append((at, lines[was.debate_id]))
             continue
         if was is not None and d.debate_id not in asked:  # all played back: the recorded debate, read today
+            calls = [e for _, e in merged if e["debate_id"] == d.debate_id]
             update |= {"debate_id": was.debate_id, "wall_s": was.wall_s,
-                       "usage": was.usage.model_copy(update={k: getattr(d.usage, k) for k in READ_USAGE})}
+                       "usage": was.usage.model_copy(update=_read_usage(calls))}
         ids[d.debate_id] = update.get("debate_id", d.debate_id)
         debates.append((at, d.model_copy(update=update).model_dump_json() + "\n"))
     def line(at: int, e: dict) -> str:
@@ -226,13 +228,37 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
     record.rerecords.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                              "debates": result.debates, "asked": len(result.asked), "unasked": len(result.unasked),
                              "unreadable": len(result.unreadable), "changed": len(result.changed)})
-    record.summary |= summarize(fresh.debates()) | review.counts(new)
+    record.summary |= summarize(RunFolder(new).debates()) | review.counts(new)
     write_json_atomic(new / RUN_FILE, record)
     (new / LOCK_FILE).unlink(missing_ok=True)
     aside = folder.path.with_name(f".{folder.path.name}.old-{os.getpid()}")
     folder.path.rename(aside)
     new.rename(folder.path)
     shutil.rmtree(aside)
+
+
+def _reread(was: dict, now: dict) -> dict:
+    """A recorded call event with today's reading of its replies (`now`: the same call played back).
+
+    A call recorded attempt by attempt takes today's reading whole. One repaired before repairs were
+    recorded was played back from its last reply alone: the readings that failed before it are the
+    work it did and stay, and only the last reply's reading is today's."""
+    if "repairs" in was or not was.get("parse_failures"):
+        return {**was, **{key: now.get(key) for key in (*READING, "repairs")}}
+    faults = list(was.get("faults") or [])
+    if was.get("error_kind") == "parse" and "parse" in faults:  # its last reply did not read then
+        last = len(faults) - 1 - faults[::-1].index("parse")
+        faults = faults[:last] + [f for f in faults[last + 1:] if f not in READ_FAULTS]
+    faults += [f for f in now.get("faults") or [] if f in READ_FAULTS]
+    return {**was, "output": now.get("output"), "error": now.get("error"), "error_kind": now.get("error_kind"),
+            "faults": faults, "parse_failures": faults.count("parse")}
+
+
+def _read_usage(events: list[dict]) -> dict:
+    """A debate's counts that depend on how its replies were read, from its call events."""
+    faults = [f for e in events for f in e.get("faults") or []]
+    return {"parse_failures": faults.count("parse"), "cut_off": faults.count("cut_off"),
+            "looped": faults.count("loop"), "errors": sum(e.get("error") is not None for e in events)}
 
 
 def _lines(path: Path) -> list[str]:
