@@ -310,10 +310,19 @@ def test_the_work_of_cut_off_debates_still_counts_in_the_runs_compute(tmp_path, 
     assert after["busy_h"] == pytest.approx(whole["busy_h"], abs=1e-6)  # busy_s is kept to the millisecond
 
 
+@pytest.fixture
+def sigint_raises():
+    """Ctrl-C raises KeyboardInterrupt here, as at a terminal, however pytest was started: a shell
+    starts a command it puts in the background with SIGINT ignored, and Python keeps it so."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize("sig, raised, reason", [(signal.SIGTERM, Terminated, "stopped by SIGTERM"),
                                                   (signal.SIGINT, KeyboardInterrupt, "stopped by SIGINT (Ctrl-C)")])
 def test_a_signal_while_a_notebook_waits_stops_the_run_in_its_thread_and_says_why(
-        tmp_path, arithmetic_file, model_from, sig, raised, reason):
+        tmp_path, arithmetic_file, model_from, sig, raised, reason, sigint_raises):
     """In Jupyter, run() waits for a thread that runs the debates: a kernel interrupt (SIGINT) or a
     sweep ending a point's kernel (SIGTERM) must stop those debates and mark run.json, not leave
     them running behind the notebook or the record saying "running"."""
@@ -340,7 +349,8 @@ def test_a_signal_while_a_notebook_waits_stops_the_run_in_its_thread_and_says_wh
     assert signal.getsignal(signal.SIGTERM) is before
 
 
-def test_a_second_interrupt_stops_waiting_for_a_run_that_is_slow_to_stop(tmp_path, arithmetic_file, capfd):
+def test_a_second_interrupt_stops_waiting_for_a_run_that_is_slow_to_stop(tmp_path, arithmetic_file, capfd,
+                                                                         sigint_raises):
     asked, release = threading.Event(), threading.Event()
 
     @registry.protocol("test_slow_to_stop")
