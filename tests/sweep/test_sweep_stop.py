@@ -33,6 +33,18 @@ def _kernels(pids: list[int]) -> list[int]:
     return found
 
 
+def _outliving(pids: list[int], seconds: float) -> list[int]:
+    """The processes of `pids` still there after `seconds` (a killed one takes a moment to leave
+    /proc); they are killed, so that a failing test leaves none behind."""
+    deadline = time.monotonic() + seconds
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = [pid for pid in pids if _alive(pid)]
+    for pid in left:
+        os.kill(pid, signal.SIGKILL)
+    return left
+
+
 def _as_at_a_terminal() -> None:
     """Give the sweep Ctrl-C's default disposition, as a shell does for a command in the foreground.
 
@@ -78,13 +90,7 @@ def test_a_sweep_stops_at_the_first_signal_with_no_process_left(tmp_path, how, s
     assert "--resume" not in err and "Traceback" not in err, err[-2000:]
     if executor == "local":
         assert "most recent call first" in err and "in as_completed" in err, err[-2000:]
-    deadline = time.monotonic() + 20  # a killed process takes a moment to be gone from /proc
-    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = [pid for pid in tree if _alive(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], "worker or kernel processes outlived the sweep"
+    assert _outliving(tree, 20) == [], "worker or kernel processes outlived the sweep"
     complete = [p for p in out.glob("*.json") if p.name != "sweep.json" and "point_hash" in p.read_text()]
     assert len(complete) < 12  # queued points were cancelled, not drained
 
@@ -276,13 +282,7 @@ def test_a_sweep_killed_outright_takes_its_workers_and_kernels_with_it_and_the_s
     finally:
         if proc.poll() is None:
             proc.kill()
-    deadline = time.monotonic() + 30
-    while any(_alive(pid) for pid in tree) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    left = [pid for pid in tree if _alive(pid)]
-    for pid in left:
-        os.kill(pid, signal.SIGKILL)
-    assert left == [], "workers, kernels or the resource tracker outlived a killed sweep"
+    assert _outliving(tree, 30) == [], "workers, kernels or the resource tracker outlived a killed sweep"
     again = subprocess.run(argv, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-2000:]
     assert "6 points" in again.stdout and "0 failed" in again.stdout
