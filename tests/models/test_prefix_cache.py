@@ -213,7 +213,8 @@ def test_round_two_reuses_each_agents_own_conversation_through_the_shared_engine
     measured to reuse only up to the earlier assistant turn (146 of 254 tokens, against 248 of 261
     without it): issue 17. The daemon hosts the same `local.Engine` a process loads for
     DEBATEKIT_LOCAL_ENGINE=process (whose real-model run is test_shared_prefill's), so one run here
-    covers both; running it a second time in this process took 505 s of the suite (session 17).
+    covers both (a second, in-process copy of this test once cost the suite 505 s).
+    Costs about 2 min here (a 2-slot engine, 8 calls or more at up to 160 completion tokens).
     """
     import os
     import signal

@@ -168,6 +168,9 @@ def test_an_engine_without_a_host_cache_does_not_share(monkeypatch, tmp_path):
 
 @pytest.mark.local_model
 def test_three_identical_long_prompts_are_read_once_on_the_local_model(monkeypatch):
+    """Three requests with one long prompt (over 500 tokens) sent at once to a fresh 4-slot engine in
+    this process: one reads the prompt, the other two find it parked. Costs about 30 s here (an
+    engine load, 3 calls of 4 tokens)."""
     monkeypatch.delenv("DEBATEKIT_LOCAL_CACHE_RAM", raising=False)
     monkeypatch.delenv("DEBATEKIT_LOCAL_PREFIX_REUSE", raising=False)
     monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "4")

@@ -418,6 +418,8 @@ def test_in_shared_mode_the_models_the_machine_engine_holds_take_no_new_memory(t
 
 @pytest.mark.local_model
 def test_a_debate_mixing_the_two_embedded_models_records_each_agents_model(tmp_path, arithmetic_file):
+    """One debate, two agents on the two embedded models, two rounds. Costs about 40 s here (both
+    models loaded, 4 calls)."""
     from debatekit.analysis import load_runs
     from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
