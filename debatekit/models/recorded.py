@@ -19,8 +19,9 @@ gateway that answers the calls with no recorded reply (the model is asked only w
 repair was recorded for it) as a parse failure, never as a repair request: a change of reading
 then costs no model call; and `lost_as_last`, which answers a call repaired before repairs were
 recorded with the reply it ended with (its first reply is lost), so that such a run stays a
-recording of what its model said rather than needing the model again. Either way the gateway keeps count of what it did: `missing` (asked,
-not recorded), `live` (asked of the fallback), `unreadable` and `unasked()` (recorded, not asked).
+recording of what its model said rather than needing the model again. The gateway keeps count
+of what it did: `missing` (asked, not recorded), `live` (asked of the fallback), `unreadable` and
+`unasked()` (recorded, not asked).
 """
 
 from __future__ import annotations
@@ -118,9 +119,9 @@ class Recorded(Gateway):
         seeds = seeds or {}
         self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
         self.lost: dict[tuple, dict] = {}
-        """With `lost_as_last`: the last reply of each call repaired before repairs were recorded."""
+        """The last reply of each call repaired before repairs were recorded (its first reply is lost);
+        played back in its place only with `lost_as_last`."""
         self.replies: dict[tuple, list[dict]] = defaultdict(list)
-        self.unrecorded_repairs: set[tuple] = set()
         self.left_unread: set[tuple] = set()
         self.asked: Counter = Counter()
         self.missing: list[tuple] = []
@@ -152,7 +153,6 @@ class Recorded(Gateway):
 
     def _lose(self, asked: tuple, event: dict) -> None:
         """A call repaired before repairs were recorded: only the reply it ended with is known."""
-        self.unrecorded_repairs.add(asked)
         self.lost[asked] = last_reply(event)
         if event.get("error_kind") == "parse":  # it ended unread in the run too
             self.left_unread.add(asked)
@@ -173,7 +173,7 @@ class Recorded(Gateway):
         asked = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
                       where.get("round"), messages)
         call = self._call.get({"live": False})
-        if asked not in self.replies and asked not in self.unrecorded_repairs and not done.repairs:
+        if asked not in self.replies and asked not in self.lost and not done.repairs:
             asked = (*asked[:5], f"{PROMPT_ONLY}{prompt_hash(messages)}")  # an event without its messages?
         found = None if call["live"] else self.replies.get(asked)
         if not found and self.lost_as_last and asked in self.lost and not done.repairs:
@@ -186,7 +186,7 @@ class Recorded(Gateway):
             found = None
         else:
             why = ("its reply was repaired in a run that did not record the replies it repaired"
-                   if asked in self.unrecorded_repairs else "no reply was recorded for this prompt")
+                   if asked in self.lost else "no reply was recorded for this prompt")
         if not found:
             if done.repairs and self.unread_fails and not call["live"]:  # not read today: no repair
                 repair = done.repairs.pop()

@@ -156,23 +156,20 @@ def _changed(old: list[DebateRecord], new: list[DebateRecord], seed_of: dict) ->
     after = {(d.item_id, d.seed): d.model_dump(mode="json") for d in new}
     lines = []
     for d in old:
-        seed = seed_of[d.debate_id]
-        before, now = d.model_dump(mode="json"), after.get((d.item_id, seed))
+        before, now = d.model_dump(mode="json"), after.get((d.item_id, seed_of[d.debate_id]))
         if now is None:
             lines.append(f"item {d.item_id}: not run again")
             continue
-        differ = _differ(d, now)
+        differ = _differ(before, now)
         if differ:
             shown = [f"{k} {before.get(k)!r} -> {now.get(k)!r}" for k in differ if k != "rounds"]
             lines.append(f"item {d.item_id}: " + (", ".join(shown) or "its rounds differ"))
     return lines
 
 
-def _differ(before: DebateRecord, after: DebateRecord | dict) -> list[str]:
-    """The fields of `COMPARED` in which two records of one debate differ."""
-    one = before.model_dump(mode="json")
-    two = after if isinstance(after, dict) else after.model_dump(mode="json")
-    return [k for k in COMPARED if one.get(k) != two.get(k)]
+def _differ(before: dict, after: dict) -> list[str]:
+    """The fields of `COMPARED` in which two records of one debate (as JSON) differ."""
+    return [k for k in COMPARED if before.get(k) != after.get(k)]
 
 
 def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str, dict]], old: list[DebateRecord],
@@ -184,11 +181,10 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
     recorded: dict[tuple, list[tuple[int, dict]]] = {}
     for k, (_, e) in enumerate(rows):
         recorded.setdefault(_call(e), []).append((k, e))
-    fresh = RunFolder(new)
     merged: list[tuple[int, dict]] = []
     asked: set[str] = set()  # debates with a call the model answered
     reread: set[str] = set()  # debates with a recorded reply read otherwise today
-    for k, e in enumerate(fresh.events()):
+    for k, e in enumerate(result.events_now):  # today's run, as its folder holds it
         matched = recorded.get(_call(e)) if e.get("cache_hit") else None  # played back, not asked of the model
         if matched:
             at, was = matched.pop(0)
@@ -202,10 +198,10 @@ def _write(folder: RunFolder, record: RunRecord, new: Path, rows: list[tuple[str
     before = {(d.item_id, seed_of[d.debate_id]): (k, d) for k, d in enumerate(old)}
     lines = {json.loads(line)["debate_id"]: line for line in _lines(folder.path / DEBATES_FILE)}  # the last per id
     debates, ids = [], {}
-    for d in fresh.debates():
+    for d in result.debates_now:
         at, was = before.get((d.item_id, d.seed), (len(old), None))
         update = {"run_id": record.run_id}
-        if was is not None and d.debate_id not in asked | reread and not _differ(was, d):  # as recorded, line for line
+        if was is not None and d.debate_id not in asked | reread and not _differ(was.model_dump(mode="json"), d.model_dump(mode="json")):  # as recorded, line for line
             ids[d.debate_id] = was.debate_id
             debates.append((at, lines[was.debate_id]))
             continue
