@@ -232,6 +232,7 @@ class Gateway:
         """Extra litellm arguments for `model` (merged over those given); credentials are masked everywhere."""
         self.model_options[model] = {**self.model_options.get(model, {}), **options}
         credentials.remember(self.model_options)
+        self._served_by.pop(model, None)  # another endpoint or option: the cache key is taken again
 
     def dead(self, model: str | None = None) -> str | None:
         """`model 'X': <message>` once the model's first calls all failed with the same set-up error;
@@ -394,14 +395,14 @@ class Gateway:
     def served_by(self, model: str | None) -> dict:
         """What answers `model`'s calls, beside what they ask (`cache.served_key`): the endpoint,
         however it was set (the model's `api_base` option, or the provider's `*_API_BASE` /
-        `*_BASE_URL` environment variable), its other options but the secret ones, and for a
+        `*_BASE_URL` environment variable), its other options with credentials masked as in traces
+        (`credentials.model_options_public`), and for a
         `local/` model its file's size and modification time (a file replaced in place is another
         model). Taken once per gateway and model: a run asks the same endpoint throughout."""
         if model is None:
             return {}
         if model not in self._served_by:
-            options = self.model_options.get(model, {})
-            found = {k: v for k, v in options.items() if not SECRET_OPTION.search(k)}
+            found = credentials.model_options_public({model: self.model_options.get(model, {})})[model]
             provider = model.split("/", 1)[0].upper().replace("-", "_")
             for name in (f"{provider}_API_BASE", f"{provider}_BASE_URL"):
                 if "api_base" not in found and os.environ.get(name):
@@ -462,10 +463,6 @@ def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
         done.generation_seconds += reply.get("generation_seconds", 0.0)
     if done.cost is not None:
         done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
-
-
-SECRET_OPTION = re.compile(r"key|token|secret|password|auth|header", re.IGNORECASE)
-"""Options never written into a cache key (a key's hash is stored; a secret has no place in it)."""
 
 
 def local_file_identity(name: str) -> list | None:

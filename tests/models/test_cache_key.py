@@ -54,7 +54,8 @@ def test_the_endpoint_however_set_the_options_and_the_model_file_are_in_the_key(
     assert by_env["api_base"] == "http://127.0.0.1:18802/v1" and by_env != plain
     option = Gateway(cache=None, model_options={model: {"api_base": "http://127.0.0.1:18801/v1", "api_key": "sk-x",
                                                         "top_k": 5}}).served_by(model)
-    assert option == {"api_base": "http://127.0.0.1:18801/v1", "top_k": 5}  # the option wins; no secret kept
+    assert option == {"api_base": "http://127.0.0.1:18801/v1", "api_key": "***", "top_k": 5}  # the option wins
+    assert "sk-x" not in json.dumps(option)  # the key is masked as in a trace
     weights = tmp_path / "m.gguf"
     weights.write_bytes(b"GGUF one")
     before = Gateway(cache=None).served_by(f"local/{weights}")
