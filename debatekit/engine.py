@@ -193,7 +193,9 @@ class Debate:
         u.cost += c.cost or 0.0
         u.cache_hits += int(c.cache_hit)
         u.parse_failures += c.parse_failures
-        u.cut_off += c.cut_offs
+        u.cut_off += c.cut_off
+        u.cut_off_unread += c.cut_off_unread
+        u.echoes += int(c.echo)
         u.looped += c.loops
         u.retries += c.retries
         u.timeouts += c.timeouts
@@ -207,7 +209,7 @@ class Debate:
             latency_s=round(c.latency, 4),
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
             retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time(),
-            messages=list(ask.messages), repairs=c.repairs, replies=c.replies))
+            messages=list(ask.messages), repairs=c.repairs, replies=c.replies, cut_off=c.cut_off, echo=c.echo))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
 
     def write(self, name: str, data: BaseModel | dict) -> Path | None:

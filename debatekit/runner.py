@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from debatekit import __version__, datasets, registry
+from debatekit._base.answer_kinds import first_of_same
 from debatekit._base.signals import (DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason,
                                      wait_stopping)
 from debatekit.analysis import summarize
@@ -315,7 +316,9 @@ async def _debate(solver, item, debate: Debate, protocol: str, calls: CallFaults
     scored = status in ("ok", "degraded")
     correct = outcome.correct if scored else None
     if correct is None and truth is not None and scored:
-        correct = outcome.final_answer is not None and answers_equal(outcome.final_answer, truth)
+        choices = getattr(item, "choices", None)  # options that read the same are one answer
+        correct = outcome.final_answer is not None and answers_equal(first_of_same(outcome.final_answer, choices),
+                                                                     first_of_same(truth, choices))
     score = outcome.score if scored and outcome.score is not None else None if correct is None else float(correct)
     record = DebateRecord(
         **{**dict(outcome), "correct": correct, "score": score},

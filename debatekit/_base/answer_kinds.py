@@ -5,8 +5,27 @@ It sits below the protocols so that the scripted test model can answer a prompt 
 terms the protocols ask in (`protocols.answers` builds the prompts from `ANSWER_TEXT`).
 """
 
+import unicodedata
+
 LETTERS = "ABCDEFGHIJ"
 """The letters of a multiple-choice item's options, in order (up to ten options)."""
+
+
+def option_text(option: str) -> str:
+    """An option's text as a reader compares it: NFKC, case-folded, spaces collapsed (`Café` written
+    with a combining accent, `café` and ` CAFÉ ` are one; the angstrom sign is `Å`)."""
+    return " ".join(unicodedata.normalize("NFKC", option).casefold().split())
+
+
+def first_of_same(letter, choices) -> str:
+    """The first option letter whose text is the same as `letter`'s (`option_text`): options that read
+    the same are one answer (CommonsenseQA offers `studio` as both B and E on one item), so an
+    answer of E there is B's. Anything that is not one of the options' letters is returned as is."""
+    key = letter.strip().upper() if isinstance(letter, str) else None
+    if not choices or not key or key not in LETTERS[: len(choices)]:
+        return letter
+    same = option_text(choices[LETTERS.index(key)])
+    return next(LETTERS[i] for i, option in enumerate(choices) if option_text(option) == same)
 
 ANSWER_TEXT = {
     "integer": ("a whole number", "the number alone, without units"),

@@ -24,7 +24,7 @@ from debatekit.analysis.intervals import N_BOOT, bootstrap_ci, nested_bootstrap_
 from debatekit.analysis.paired import compare  # noqa: F401 - part of this module's interface
 from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power  # noqa: F401 - likewise
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
-from debatekit.records.schemas import ANSWERED, DebateRecord
+from debatekit.records.schemas import ANSWERED, DebateRecord, cut_offs
 
 
 @dataclass
@@ -45,9 +45,9 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
     scored = [d for d in debates if d.answered and (d.truth is not None or d.correct is not None)]
     acc, low, high = nested_bootstrap_ci(_by_item(scored, lambda d: float(bool(d.correct)))) if scored \
         else (None,) * 3
-    total = {key: sum(getattr(d.usage, key) for d in debates) for key in
+    total = {key: _total([getattr(d.usage, key) for d in debates]) for key in
              ("calls", "provider_calls", "prompt_tokens", "completion_tokens", "cost", "cache_hits",
-              "parse_failures", "cut_off", "looped", "retries", "timeouts", "errors")}
+              "parse_failures", "cut_off", "cut_off_unread", "echoes", "looped", "retries", "timeouts", "errors")}
     stops: dict[str, int] = {}
     for d in debates:
         stops[d.stop_reason or "none"] = stops.get(d.stop_reason or "none", 0) + 1
@@ -70,6 +70,11 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
         **total,
         "wall_s_sum": round(sum(d.wall_s for d in debates), 2),
     }
+
+
+def _total(counts: list):
+    """The sum of a count over debates; None if a debate did not count it (a record written before)."""
+    return None if any(c is None for c in counts) else sum(counts)
 
 
 def _by_item(debates: list[DebateRecord], value) -> list[list[float]]:
@@ -194,11 +199,18 @@ def _turns_frame(events: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(events)
     if not frame.empty:
         frame["tokens"] = frame["prompt_tokens"] + frame["completion_tokens"]
+        # replies cut off at the token limit, read or not (NaN where an event recorded before cannot say),
+        # and those of them whose reading failed; whether the answer read was an echo (NaN: not checked)
+        frame["cut_off"] = pd.array([cut_offs(e) for e in events], dtype="Int64").astype("float")
+        frame["cut_off_unread"] = [(e.get("faults") or []).count("cut_off") for e in events]
+        frame["echo"] = [float(e["echo"]) if "echo" in e else float("nan") for e in events]
     return frame
 
 
 def round_metrics(tables: Tables) -> pd.DataFrame:
-    """Per run and round: agent and majority accuracy, agreement, changes, flips, parse failures."""
+    """Per run and round: agent and majority accuracy, agreement, changes, flips, parse failures, replies
+    cut off at the token limit (`cut_off`; `cut_off_unread` those that could not be read) and the share of
+    calls whose answer was an echo of the prompt (`echo_rate`; NaN for calls recorded before it was checked)."""
     r = tables.rounds
     if r.empty:
         return pd.DataFrame()
@@ -213,8 +225,10 @@ def round_metrics(tables: Tables) -> pd.DataFrame:
     out = per_agent.join(majority_acc).join(debates)
     t = tables.turns
     if not t.empty and "round" in t:
-        parse = t.groupby(["run_id", "round"])["parse_failures"].sum().rename("parse_failures")
-        out = out.join(parse)
+        by_round = t.groupby(["run_id", "round"])
+        known = by_round["cut_off"].agg(lambda s: s.sum() if s.notna().all() else float("nan"))  # one unknown: unknown
+        out = out.join(by_round["parse_failures"].sum()).join(known) \
+            .join(by_round["cut_off_unread"].sum()).join(by_round["echo"].mean().rename("echo_rate"))
     return out.reset_index()
 
 

@@ -199,7 +199,7 @@ def _check_all_used(args, sets: dict, specs) -> None:
 def summary_table(results) -> str:
     """The comparison table printed at the end of `debatekit run`."""
     head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
-            "tokens", "cached", "cut off", "looped", "unreadable", "escalated", "wall s")
+            "tokens", "cached", "cut off", "unread: cut off", "looped", "other", "echoes", "escalated", "wall s")
     rows = [head]
     for r in results:
         s, cfg = r.summary, r.record.config
@@ -223,10 +223,13 @@ def summary_table(results) -> str:
     return "\n".join(aligned(rows)) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
 
 
-def _parse_failures(summary: dict) -> tuple[str, str, str]:
-    """A run's parse failures by cause: cut off at the token limit, stopped looping, the rest unreadable."""
-    cut, looped = summary.get("cut_off", 0), summary.get("looped", 0)
-    return str(cut), str(looped), str(summary["parse_failures"] - cut - looped)
+def _parse_failures(summary: dict) -> tuple[str, ...]:
+    """A run's replies cut off at the token limit (read or not; "?" where a record did not count them),
+    its parse failures by cause (cut off, stopped looping, the rest), and its echoed answers."""
+    cut, looped = summary.get("cut_off_unread", 0), summary.get("looped", 0)
+    every = summary.get("cut_off")
+    return ("?" if every is None else str(every), str(cut), str(looped), str(summary["parse_failures"] - cut - looped),
+            str(summary.get("echoes", 0)))
 
 
 def protocol_report(result) -> str:
@@ -240,6 +243,8 @@ def protocol_report(result) -> str:
 
 def round_table(result) -> str:
     """Per-round dynamics of a multi-round run (empty for single-round runs)."""
+    import pandas as pd
+
     from debatekit.analysis import load_runs, round_metrics
 
     tables = load_runs([result.path])
@@ -247,10 +252,12 @@ def round_table(result) -> str:
     if metrics.empty or metrics["round"].max() < 2 or metrics["agent_accuracy"].isna().all():
         return ""  # single round, or no ground truth to score rounds against (free-text answers)
     lines = [f"\n{result.record.config.protocol} by round (debates still running at that round):",
-             "round  debates  agent acc  majority acc  agreement  wrong->right  right->wrong"]
+             "round  debates  agent acc  majority acc  agreement  wrong->right  right->wrong  cut off  echoes"]
     for row in metrics.itertuples():
+        cut = "?" if pd.isna(row.cut_off) else f"{row.cut_off:.0f}"
+        echo = "?" if pd.isna(row.echo_rate) else f"{row.echo_rate:.0%}"
         lines.append(f"{row.round:<5}  {row.debates:<7}  {row.agent_accuracy:<9.2f}  {row.majority_accuracy:<12.2f}  "
-                     f"{row.agreement:<9.2f}  {row.wrong_to_right:<12}  {row.right_to_wrong}")
+                     f"{row.agreement:<9.2f}  {row.wrong_to_right:<12}  {row.right_to_wrong:<12}  {cut:<7}  {echo}")
     return "\n".join(lines) + "\n\n" + decomposition_table(tables)
 
 

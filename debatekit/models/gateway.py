@@ -127,6 +127,12 @@ class Completion:
     """Each reply that could not be read and was asked again: its text, the error and the repair prompt."""
     replies: list[dict] = field(default_factory=list)
     """Each reply received (from the cache too), in order: its cache key and usage (`reply_record`)."""
+    cut_off: int = 0
+    """Replies that stopped at the token limit (`finish_reason` "length", or every allowed token used
+    where the provider gives no reason), read or not."""
+    echo: bool = False
+    """The answer read is the prompt's own text repeated: the reply's answer line is a line of the prompt,
+    and the reply's own words give no answer (`output.echoed`)."""
 
     @property
     def ok(self) -> bool:
@@ -142,8 +148,8 @@ class Completion:
         return self.faults.count("parse")
 
     @property
-    def cut_offs(self) -> int:
-        """Parse failures of a reply cut off at the token limit."""
+    def cut_off_unread(self) -> int:
+        """Parse failures of a reply cut off at the token limit (`cut_off` counts every cut-off reply)."""
         return self.faults.count("cut_off")
 
     @property
@@ -271,17 +277,21 @@ class Gateway:
         free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained
         fmt = response_format(output) if output and not free_text else None
         done = Completion(model=model)
+        shown = messages  # what the model was asked, before any repair round
         started = time.perf_counter()
         for repair in range(2 if output else 1):
             reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or policy(model).call_timeout, done)
             if reply is None:
                 break
             done.text = capped(reply["text"])
+            ending = unfinished(reply, params["max_tokens"])
+            done.cut_off += reply.get("finish_reason") == "length" or ending == "cut_off"
             if output is None:
                 break
-            ending = unfinished(reply, params["max_tokens"])
             try:
                 done.parsed = _parse(output, reply["text"], free_text, ending)
+                if echoed := getattr(output, "echoed", None):
+                    done.echo = echoed(reply["text"], shown)
                 break
             except ValueError as exc:  # pydantic's ValidationError included
                 error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)

@@ -134,8 +134,12 @@ def _scripted_provider(litellm):
                 if reply.kind == "hang":
                     await asyncio.sleep(3600)
                 raise errors[reply.kind](reply.message, model)
+            finish = None
+            if isinstance(reply, scripted.CutOff):
+                reply, finish = reply.reply, "length"
             text = scripted.render(reply)
             prompt = scripted.count_tokens(request.prompt)
-            return _fill(litellm, kwargs["model_response"], model, text, prompt, scripted.count_tokens(text))
+            return _fill(litellm, kwargs["model_response"], model, text, prompt, scripted.count_tokens(text),
+                         finish_reason=finish)
 
     return ScriptedProvider()

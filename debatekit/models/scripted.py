@@ -6,8 +6,9 @@ A scripted model is reached through the same gateway as any other, by the model 
     model = scripted.register("calc", replies=['{"answer": 3}', '{"answer": 4}'])
     model = scripted.register("echo", fn=lambda req: req.messages[-1]["content"])
 
-A reply may be a string, a dict or pydantic model (sent as JSON), or a `Fault` that the
-gateway raises as the matching provider error (timeout, rate limit, server error, ...).
+A reply may be a string, a dict or pydantic model (sent as JSON), a `Fault` that the
+gateway raises as the matching provider error (timeout, rate limit, server error, ...), or
+any of these `Delayed` or `CutOff` (ended at the token limit).
 The built-in `scripted/schema` answers any structured request with a deterministic,
 schema-valid object, and a free-text request that asks for a last line `Answer: X` with a
 reply ending in an answer of that kind (and a `Confidence:` line if asked), so every protocol can be dry-run with
@@ -78,7 +79,14 @@ class Delayed:
     reply: "Reply"
 
 
-Reply = str | dict | BaseModel | Fault | Delayed
+@dataclass
+class CutOff:
+    """A reply that stopped at the token limit: the provider says `finish_reason` "length"."""
+
+    reply: "Reply"
+
+
+Reply = str | dict | BaseModel | Fault | Delayed | CutOff
 ReplyFn = Callable[[Request], Reply]
 
 

@@ -70,6 +70,17 @@ class RunConfig(Strict):
 
 
 
+def cut_offs(event: dict) -> int | None:
+    """How many replies of a recorded call event stopped at the token limit: its `cut_off`, or in an
+    event recorded before that count, its replies' `finish_reason`s; None where neither says."""
+    if "cut_off" in event:
+        return event["cut_off"]
+    replies = event.get("replies") or []
+    if not replies or any("finish_reason" not in r for r in replies):
+        return None
+    return sum(r["finish_reason"] == "length" for r in replies)
+
+
 class CallEvent(BaseModel):
     """One logical model call: one line of events.jsonl."""
 
@@ -111,6 +122,12 @@ class CallEvent(BaseModel):
     """Each reply the call received, in order (the repaired ones, then the last): its response-cache
     `key`, the length of its text (`chars`) and its usage, so that a resume restores the replies of
     debates a stop cut off to a cache that lost them. Empty in runs recorded before."""
+    cut_off: int = 0
+    """The call's replies that stopped at the token limit, read or not (0 in runs recorded before:
+    their `replies` say how each ended)."""
+    echo: bool = False
+    """Its answer was read from a line of the prompt the reply repeats, its own words giving none
+    (`extract.echoed`); the answer still counts as the agent's."""
 
 
 class RoundRecord(BaseModel):
@@ -129,8 +146,13 @@ class Usage(BaseModel):
     cost: float = 0.0
     cache_hits: int = 0
     parse_failures: int = 0
-    cut_off: int = 0
-    """Parse failures of replies cut off at the token limit (counted in `parse_failures` too)."""
+    cut_off: int | None = 0
+    """Replies that stopped at the token limit, read or not; None in a record written before they were
+    counted (its count of those that could not be read is `cut_off_unread`)."""
+    cut_off_unread: int = 0
+    """Parse failures of replies cut off at the token limit (counted in `parse_failures` and `cut_off` too)."""
+    echoes: int = 0
+    """Answers read from a reply that repeats the prompt's text (`CallEvent.echo`)."""
     looped: int = 0
     """Parse failures of replies stopped while repeating themselves (counted in `parse_failures` too)."""
     retries: int = 0
@@ -172,6 +194,16 @@ class DebateRecord(Verdict):
     truth: Any = None
     stop_reason: str | None = None
     usage: Usage = Usage()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _cut_off_counted_apart(cls, data: Any) -> Any:
+        """A record written before every cut-off reply was counted: its usage's `cut_off` counted only
+        those that could not be read, which is `cut_off_unread` now; how many were cut off is not known."""
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict) and "cut_off" in usage and "cut_off_unread" not in usage:
+            data = {**data, "usage": {**usage, "cut_off_unread": usage["cut_off"], "cut_off": None}}
+        return data
     wall_s: float = 0.0
     log: list[str] = []
 

@@ -32,7 +32,7 @@ from debatekit.datasets import DatasetError
 from debatekit.models.gateway import Gateway
 from debatekit.models.recorded import READ_FAULTS, Recorded
 from debatekit.records import review
-from debatekit.records.schemas import DebateRecord, RunRecord
+from debatekit.records.schemas import DebateRecord, RunRecord, cut_offs
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, LOCK_FILE, RUN_FILE, RunFolder, RunFolderError,
                                      git_commit, now, write_json_atomic)
 from debatekit.runner import connection_options, run
@@ -253,7 +253,9 @@ def _reread(was: dict, now: dict) -> dict:
 def _read_usage(events: list[dict]) -> dict:
     """A debate's counts that depend on how its replies were read, from its call events."""
     faults = [f for e in events for f in e.get("faults") or []]
-    return {"parse_failures": faults.count("parse"), "cut_off": faults.count("cut_off"),
+    cut = [cut_offs(e) for e in events]
+    return {"parse_failures": faults.count("parse"), "cut_off": None if None in cut else sum(cut),
+            "cut_off_unread": faults.count("cut_off"), "echoes": sum(bool(e.get("echo")) for e in events),
             "looped": faults.count("loop"), "errors": sum(e.get("error") is not None for e in events)}
 
 

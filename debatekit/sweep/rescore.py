@@ -37,14 +37,14 @@ from debatekit import __version__
 from debatekit.analysis import summarize
 from debatekit.datasets import DatasetError
 from debatekit.models.recorded import NOT_RECORDED, READ_FAULTS, Recorded, place
-from debatekit.records.schemas import DebateRecord, RunRecord
+from debatekit.records.schemas import DebateRecord, RunRecord, cut_offs
 from debatekit.records.trace import RunFolder, RunFolderError, git_commit, item_folder_name, now
 from debatekit.runner import run
 
-READING = ("output", "parse_failures", "faults", "error", "error_kind")
+READING = ("output", "parse_failures", "faults", "error", "error_kind", "cut_off", "echo")
 """What a call event says about how its reply was read; the rest is the work of the call (its
 faults other than `READ_FAULTS` too: retries, timeouts)."""
-READ_USAGE = ("parse_failures", "cut_off", "looped", "errors")
+READ_USAGE = ("parse_failures", "cut_off", "cut_off_unread", "echoes", "looped", "errors")
 """The counts of a debate's usage that depend on how its replies were read."""
 DECIDED = ("final_answer", "correct", "status", "converged", "stop_reason")
 """What a debate record decides that a change of reading may change, reported per debate."""
@@ -62,7 +62,9 @@ class Rescore:
     readings: list[dict] = field(default_factory=list)
     """Calls whose reply reads differently: where (item, agent, phase, round), output before and after."""
     kept: list[dict] = field(default_factory=list)
-    """Debates not played back whole, or not to be rewritten: item, seed and why; they keep their records."""
+    """Debates not played back whole, or not to be rewritten: item, seed and why; they keep their readings."""
+    events_updated: int = 0
+    """Call events whose reading record changes (its output, faults, cut-off count or echo flag)."""
     written: bool = False
 
     def describe(self) -> str:
@@ -103,12 +105,14 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
     config = record.config.model_copy(update={"model": record.model, "cache": False, "api_base": None,
                                               "api_key_env": None, "model_options": {}})
     old = folder.debates()
+    old_by_id = {d.debate_id: d for d in old}
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in old}
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
     result = Rescore(folder.path, debates=len(old), calls=len(events))
     if not old:
         return result
-    gateway = Recorded(events, seed_of, default_seed=config.seed)
+    # a reply that reads today as it did not in the run fails as unreadable: a rescore asks for no repair
+    gateway = Recorded(events, seed_of, default_seed=config.seed, unread_fails=True)
     with tempfile.TemporaryDirectory(prefix="debatekit-rescore-") as tmp:
         try:
             again = run(config, Path(tmp) / "run", gateway=gateway, progress=False,
@@ -132,6 +136,8 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         why, pairs = _pair(by_debate.get(d.debate_id, []), after, seed)
         if new is None or why:
             result.kept.append({"item_id": d.item_id, "seed": d.seed, "why": why or "not played back"})
+            if (counted := _counted_cut_offs(d, by_debate.get(d.debate_id, []))) is not None:
+                replaced[d.debate_id] = (counted, {})
             continue
         if write and (why := _own_files(folder, d, new)):
             result.kept.append({"item_id": d.item_id, "seed": d.seed, "why": why})
@@ -146,11 +152,23 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         usage = d.usage.model_copy(update={k: getattr(new.usage, k) for k in READ_USAGE})
         rescored = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
                                           "wall_s": d.wall_s, "usage": usage})
-        replaced[d.debate_id] = (rescored, {_identity(b): _reading(b, a) for b, a in pairs})
-    if write and (result.changed or result.readings):
+        readings = {_identity(b): _reading(b, a) for b, a in pairs}
+        result.events_updated += sum(any(b.get(k) != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
+        replaced[d.debate_id] = (rescored, readings)
+    if write and (result.changed or result.readings or result.events_updated or
+                  any(old_by_id[i].usage != new.usage for i, (new, _) in replaced.items())):
         _write(folder, replaced, result, record)
         result.written = True
     return result
+
+
+def _counted_cut_offs(debate: DebateRecord, events: list[dict]) -> DebateRecord | None:
+    """A kept debate recorded before every cut-off reply was counted, with its count taken from its call
+    events (how each reply ended is work done, not a reading); None if it has its count or they cannot say."""
+    counts = [cut_offs(e) for e in events]
+    if debate.usage.cut_off is not None or None in counts:
+        return None
+    return debate.model_copy(update={"usage": debate.usage.model_copy(update={"cut_off": sum(counts)})})
 
 
 def _pair(before, after: list[dict], seed) -> tuple[str | None, list[tuple[dict, dict]]]:
@@ -180,8 +198,11 @@ def _reading(before: dict, after: dict) -> dict:
     """The new reading of a recorded call: its output, errors and reading faults from the play-back,
     its other faults (retries, timeouts) as recorded."""
     faults = [f for f in before.get("faults") or [] if f not in READ_FAULTS]
-    return {**{k: after.get(k) for k in READING},
-            "faults": faults + [f for f in after.get("faults") or [] if f in READ_FAULTS]}
+    reading = {**{k: after.get(k) for k in READING},
+               "faults": faults + [f for f in after.get("faults") or [] if f in READ_FAULTS]}
+    if "repairs" not in before:  # recorded before repairs were: it had none (a pair reads in as many attempts),
+        reading["repairs"] = []  # and a reply unread now was not sent back, which a later play-back must know
+    return reading
 
 
 def _own_files(folder: RunFolder, old: DebateRecord, new: DebateRecord) -> str | None:
@@ -212,7 +233,8 @@ def _write(folder: RunFolder, replaced: dict, result: Rescore, record: RunRecord
     folder.rewrite(debate, event)
     record.rescores.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                             "debates": result.debates, "changed": len(result.changed),
-                            "readings": len(result.readings), "kept": len(result.kept)})
+                            "readings": len(result.readings), "kept": len(result.kept),
+                            "kept_debates": result.kept})
     record.summary |= summarize(folder.debates())
     folder.write_run(record)
     sidecar = folder.path.parent / f"{folder.path.name}.json"  # a sweep's point: its sidecar says the same

@@ -264,7 +264,7 @@ def test_a_reply_the_engine_stopped_looping_is_repaired_with_a_request_not_to_re
     gateway = Gateway()
     sent = _replies(gateway, ("x = 2\n" * 50, "loop"), ("Short.\nAnswer: 4", "stop"))
     c = complete(gateway, "scripted/loop", output=Said, max_tokens=64)
-    assert c.ok and c.parsed.answer == 4 and c.faults == ["parse", "loop"] and c.loops == 1 and c.cut_offs == 0
+    assert c.ok and c.parsed.answer == 4 and c.faults == ["parse", "loop"] and c.loops == 1 and c.cut_off_unread == 0
     repair = sent[1][-1]["content"]
     assert "(the reply repeated itself and was stopped)" in repair and "Do not repeat yourself" in repair
 

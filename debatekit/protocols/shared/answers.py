@@ -142,10 +142,11 @@ TEXT_SYSTEM = ("You are a careful problem solver. Work through the problem step 
 
 
 def answer_type(kind: str, letters: tuple[str, ...], format: str = "json") -> Any:
-    """The type an answer of `kind` parses into; in free text an integer answer also takes a
-    float, as the extractor reads it (`12.0`)."""
-    if kind == "integer" and format == "text":
-        return int | float
+    """The type an answer of `kind` parses into; in free text a number answer is what the extractor
+    reads: a whole number, a decimal, or a fraction that is neither as text (`"122/15"`, compared
+    exactly by `voting.answers_equal`)."""
+    if kind in ("integer", "number") and format == "text":
+        return int | float | str
     if kind == "choice":
         return Literal[letters]  # type: ignore[valid-type]
     if kind == "yesno":
@@ -205,7 +206,11 @@ def _text_model(kind: str, choices: tuple[str, ...], confidence: bool = False) -
             return cls(reasoning=reasoning, answer=found, confidence=extract.confidence(text))
         return cls(reasoning=reasoning, answer=found)
 
+    def echoed(cls, text: str, shown: list[dict]) -> bool:
+        return extract.echoed(kind, text, shown, list(choices))
+
     model.from_text = classmethod(from_text)
+    model.echoed = classmethod(echoed)
     model.reads_unfinished = True  # a cut-off reply is read only where it states its answer
     model.default_reply_tokens = REPLY_TOKENS[kind]
     model.repair_prompt = ("Your previous reply did not state a final answer that could be read: {error}\n"

@@ -8,7 +8,19 @@ reply's last `\\boxed{...}` is read, then what follows each earlier marker, the 
 the next marker (`Answer: B` then a closing "so the answer is correct": B), and only then the whole
 reply. It returns None when it finds no answer (the caller counts that as a parse failure).
 
-- integer / number: the last number of the segment; `$`, thousands commas and a trailing
+A marker or box inside quoted words (double quotes on one line, a `>` quote, a code block) is
+another agent's, not the reply's, and is not read. A marker's line that declines ("none of them",
+"cannot be determined", "no way to determine", `not red`) is no answer, and so is a reply read whole
+whose last three lines decline; the prompt's placeholder alone (`Answer: X`) names nothing, so an
+earlier marker is read.
+
+- integer / number: a marker's line or a box is read as the arithmetic it writes
+  (`debatekit.protocols.shared.expression`, exact): the expression it opens with (`42 (computed in
+  3 steps)`: 42; `25, which is 5 squared`: 25; `\\frac{122}{15}`: "122/15"; `−5`: -5), else,
+  after words, its last (`Janet makes $18 every day`: 18), a box in the line first; an expression in
+  an unknown (`2W - 15`, in a box any word joined by an operator) is no answer. A whole number is
+  returned as an int, a decimal as a float, another fraction as its text ("122/15", `as_answer`).
+  A reply read whole: the last number; `$`, thousands commas and a trailing
   period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
   counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
   number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer. A
@@ -16,7 +28,9 @@ reply. It returns None when it finds no answer (the caller counts that as a pars
   and a marker that judges an answer ("the general public's answer is correct.") states none.
 - yesno: after a marker, the first of yes / no / true / false; without one, the last
   standalone "yes" or "no" of the reply.
-- choice: after a marker (its first line) or in a box, an option letter standing alone ("C",
+- choice: options that read the same (NFKC, case-folded, spaces collapsed) are one answer, the
+  first of them (`answer_kinds.first_of_same`). After a marker (its first line) or in a box, an
+  option letter standing alone ("C",
   "(C)", "C)", "C.", "option C"), else the option named there, the longest mention first, then
   the earliest. Without either: the last letter written as "(C)" / "option C" / "C)", else the
   last option named on the reply's last line, else the last option text anywhere in the reply.
@@ -38,6 +52,8 @@ reply. It returns None when it finds no answer (the caller counts that as a pars
     options keep the longest mention (`Answer: the town for disco is Rio de Janeiro`: Rio).
 - text: the segment after the marker (its first line), else the last non-empty line; a
   `\\boxed{...}` in it is read as its content.
+
+`echoed` tells whether an answer was copied from the prompt (the call event's `echo`).
 
 debatekit's own marker at the end of a reply too long to keep (`gateway.TRUNCATED`, which names the
 character limit) is never read: it is taken out, and the reply, whose end is lost, is read as one
@@ -61,11 +77,13 @@ from __future__ import annotations
 
 import math
 import re
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any
 
-from debatekit._base.answer_kinds import LETTERS
+from debatekit._base.answer_kinds import LETTERS, first_of_same
 from debatekit.models.gateway import TRUNCATED
+from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.fields import as_probability
 
 MARKER = re.compile(r"\banswer\s*(?:is\b|:|=)\s*:?(?!\s*X(?:`|,\s*where\b))", re.IGNORECASE)
@@ -74,6 +92,21 @@ JUDGED = re.compile(r"\s*(?:not\s+|also\s+)?(?:in)?(?:correct|right|wrong|valid|
 """What follows a marker that judges an answer instead of stating one: `answer is correct.`, with no
 number in the rest of its clause (`Your answer is correct, 18.` and `The answer is right: 42` state one)."""
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
+BOX = re.compile(r"\\boxed\s*\{")
+QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|^[ \t]*>.*$|```.*?(?:```|\Z)', re.MULTILINE | re.DOTALL)
+"""Text a reply quotes (another agent's words, the prompt's): a marker or box there is not the reply's own."""
+ASIDE = re.compile(r"\([^()]*[^\W\d_]{2}[^()]*\)")
+"""A parenthetical remark in words after an answer (`42 (computed in 3 steps)`): no part of it."""
+DECLINE = re.compile(
+    r"\b(?:none\s+of\s+(?:them|these|those|the\s+(?:above|options?|choices?|answers?|given))\b|neither\b"
+    r"|no\s+(?:(?:correct|valid|right|single|definitive|clear|possible|numerical|numeric|such)\s+)?(?:answer|option|choice|solution)s?\b"
+    r"|(?:can\s*not|can't|cannot|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+(?:be\s+)?(?:determined?|answer(?:ed)?|tell|know|decided?|say)\b"
+    r"|(?:no|not\s+enough|insufficient)\s+(?:\w+\s+)?(?:way|information|info|data)\s+to\b|insufficient\s+information"
+    r"|indeterminate|undetermined|undefined|unknown|not\s+(?:applicable|determinable)|n/a\b)", re.IGNORECASE)
+"""Words that decline to answer ("none of them", "no way to determine", "cannot be determined")."""
+NEGATED_MENTION = re.compile(r"\bnot\s+(?:the\s+|an?\s+)?(?:option\s+)?\(?\Z", re.IGNORECASE)
+"""What comes right before an option the reply rules out (`not green`, `not the option (C)`)."""
+NEGATION = re.compile(r"[\W_]*(?:not|none|neither|nor|no)\b", re.IGNORECASE)
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _NOT = r"(?:,?\s+|\s*\()(?:and\s+)?not\s+(?:the\s+)?"
@@ -125,16 +158,86 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
         clean = _plain_math(clean)
     finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
               "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
-    boxed = BOXED.findall(clean)
-    last, *earlier = _after_markers(clean, judged=kind in ("integer", "number")) or [None]
+    quoted = _quoted(clean)
+    boxed = boxes(clean, quoted)
+    if kind in ("integer", "number"):  # a box is read as the formula it is: its words are unknowns
+        boxed = [f"\\boxed{{{content}}}" for content in boxed]
+    last, *earlier = _after_markers(clean, judged=kind in ("integer", "number"), quoted=quoted) or [None]
     try:
         for segment in (last, boxed[-1] if boxed else None, *earlier):
             found = finder(segment, True) if segment is not None else None
             if found is not None:
-                return found
-        return None if marked_only else finder(clean.replace("\\boxed", " "), False)
+                return first_of_same(found, choices) if kind == "choice" else found
+        if marked_only or kind in ("integer", "number", "choice") and _declines_at_end(clean):
+            return None
+        found = finder(clean.replace("\\boxed", " "), False)
+        return first_of_same(found, choices) if kind == "choice" else found
     except _Unread:
         return None
+
+
+def boxes(text: str, quoted: list[tuple[int, int]] | None = None) -> list[str]:
+    """The content of each `\\boxed{...}` of `text` outside its quoted spans, nested braces included
+    (`\\boxed{\\frac{122}{15}}`: `\\frac{122}{15}`)."""
+    quoted = _quoted(text) if quoted is None else quoted
+    found = []
+    for match in BOX.finditer(text):
+        content, _ = expression.braced(text, match.end() - 1)
+        if content is not None and not _inside(match.start(), quoted):
+            found.append(content)
+    return found
+
+
+def _quoted(text: str) -> list[tuple[int, int]]:
+    return [m.span() for m in QUOTED.finditer(text)]
+
+
+def _inside(at: int, spans: list[tuple[int, int]]) -> bool:
+    return any(start < at < end for start, end in spans)
+
+
+def _declines_at_end(text: str) -> bool:
+    """Whether the reply's last three lines decline to answer ("there is no way to determine ...",
+    "none of them fit. Therefore, the correct answer is: / Answer: X")."""
+    lines = [line for line in text.strip().split("\n") if line.strip()]
+    return DECLINE.search("\n".join(lines[-3:])) is not None
+
+
+ECHO_MIN_CHARS = 20
+"""Lines shorter than this (`Answer: E`, `A) prepare`) are too common to tell a copy from the agent's own words."""
+
+
+def echoed(kind: str, text: str, shown: list[dict], choices: list[str] | None = None) -> bool:
+    """Whether a reply's answer is an echo: the line it is read from (the last marker's, else the last
+    box's) sits in a block of lines copied verbatim from the messages the agent was `shown` (at least
+    one of them `ECHO_MIN_CHARS` long), and the reply without that block gives no answer, read as any
+    reply is: the agent took its answer from what it was shown and said nothing of its own to back it."""
+    text = model_text(text)[0]
+    prompt = {line.strip() for m in shown if m.get("role") != "assistant" and isinstance(m.get("content"), str)
+              for line in m["content"].split("\n")}  # its own earlier reply is its own
+    lines = text.split("\n")
+    at = _answer_line(text)
+    if at is None or lines[at].strip() not in prompt:
+        return False
+    block = {at}
+    for step in (-1, 1):  # the copied lines around the answer line, blank lines included
+        k = at + step
+        while 0 <= k < len(lines) and (not lines[k].strip() or lines[k].strip() in prompt):
+            block.add(k)
+            k += step
+    if max(len(lines[k].strip()) for k in block) < ECHO_MIN_CHARS:
+        return False
+    own = "\n".join(line for k, line in enumerate(lines) if k not in block)
+    return extract(kind, own, choices) is None
+
+
+def _answer_line(text: str) -> int | None:
+    """The index of the line an answer is read from first: the last marker's outside quotes, else the last box's."""
+    clean = text.replace("*", " ")
+    quoted = _quoted(clean)
+    marks = [m.start() for m in MARKER.finditer(clean) if not _inside(m.start(), quoted)]
+    marks = marks or [m.start() for m in BOX.finditer(clean) if not _inside(m.start(), quoted)]
+    return clean.count("\n", 0, marks[-1]) if marks else None
 
 
 def confidence(text: str) -> float | None:
@@ -195,25 +298,23 @@ def _last_probability(pattern: re.Pattern, text: str) -> float | None:
     return as_probability(found[-1]) if found else None
 
 
-def _after_markers(text: str, judged: bool = False) -> list[str | None]:
+def _after_markers(text: str, judged: bool = False, quoted: list[tuple[int, int]] = ()) -> list[str | None]:
     """What follows each answer marker, the last first: the last one's to the end of the text, an
-    earlier one's up to the next marker. With `judged` (a number is asked for), None for a marker
-    that judges an answer ("the general public's answer is correct. ... Seattle has 20 sheep"):
+    earlier one's up to the next marker. A marker inside a `quoted` span (another agent's words the
+    reply repeats in quotes) is not the reply's. With `judged` (a number is asked for), None for a
+    marker that judges an answer ("the general public's answer is correct. ... Seattle has 20 sheep"):
     it states none (an option may be called "right", so a choice keeps it)."""
-    matches = list(MARKER.finditer(text))
+    matches = [m for m in MARKER.finditer(text) if not _inside(m.start(), quoted)]
     ends = [m.start() for m in matches[1:]] + [len(text)]
     return [None if judged and JUDGED.match(text, m.end()) else text[m.end():end]
             for m, end in zip(reversed(matches), reversed(ends))]
 
 
-def _number(segment: str, marked: bool) -> int | float | None:
-    plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", ""))
+def _number(segment: str, marked: bool) -> int | float | str | None:
     if marked:
-        plain = plain.strip().split("\n")[0]
-        if against := SET_AGAINST.match(plain):  # `answer is 37.50, not 20`: the first
-            plain = against.group(1)
-    else:
-        plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
+        return _marked_number(segment.strip().split("\n")[0])
+    plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", "").replace("−", "-"))
+    plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
     numbers = NUMBER.findall(plain)
     if not numbers:
         return None
@@ -221,6 +322,35 @@ def _number(segment: str, marked: bool) -> int | float | None:
         return int(numbers[-1])
     value = float(numbers[-1])
     return int(value) if value.is_integer() else value
+
+
+def _marked_number(line: str) -> int | float | str | None:
+    """The number a marker's line (or a box) states: the arithmetic it opens with (`42 (computed in 3
+    steps)`: 42, `25, which is 5 squared`: 25, `\\frac{122}{15}`), else, after words, the last it
+    writes (`Janet makes $18 every day`), a number set against another dropped (`35 hours, not 45`);
+    `_Unread` when it declines or writes an expression in an unknown (`2W - 15`)."""
+    formula = bool(inner := boxes(line))
+    if formula:  # `Gerald runs the 400-meter hurdles in \\boxed{39.6} seconds`: the box
+        line = inner[-1]
+    if DECLINE.search(line):
+        raise _Unread
+    line = NEGATED.sub(r"\1", ASIDE.sub(" ", line))
+    opens = re.match(r"[\s:=~≈$]*(?:(?:approximately|about|around|roughly|exactly)\s+)?[\s$]*(?:[-+−]?\s*[(.\d]|\\[dt]?frac)",
+                     line)
+    try:
+        found = expression.value(line, first=opens is not None, formula=formula)
+    except expression.Unreadable as exc:
+        raise _Unread from exc
+    return None if found is None else as_answer(found)
+
+
+def as_answer(value: Fraction) -> int | float | str:
+    """An exact number as an answer is stored: a whole number as an int, a decimal as the float it
+    writes (`0.75`), another fraction as text (`"122/15"`; `voting.normalize` reads it exactly)."""
+    if value.denominator == 1:
+        return int(value)
+    decimal = float(value)
+    return decimal if Fraction(repr(decimal)) == value else f"{value.numerator}/{value.denominator}"
 
 
 def _yes_no(segment: str, marked: bool) -> str | None:
@@ -241,12 +371,32 @@ def _choice(segment: str, marked: bool, choices: list[str]) -> str | None:
         if letter and (letter.group(1).isupper() or line[: 2].lower() in (f"{letter.group(1)})", f"({letter.group(1)}")):
             _alone(letter.group(1).upper(), line[letter.end():], choices)
             return letter.group(1).upper()
+        if _declines(line, choices):
+            raise _Unread
         return _named(line, choices, last=False)
     written = re.findall(rf"(?:\(([{letters}])\)|\boption\s+([{letters}])\b|(?:^|\s)([{letters}])\))", segment)
     if written:
         return next(g for g in written[-1] if g).upper()
     last_line = segment.strip().split("\n")[-1]
     return _named(last_line, choices, last=True) or _named(segment, choices, last=True, values=False)
+
+
+def _declines(line: str, choices: list[str]) -> bool:
+    """Whether a marker's line declines to name an option: it negates one (`not red`, `not A`) or says
+    none fits (`none of them`, `cannot be determined`); an option whose own text says so (`none of the
+    above`) is named, not declined. (The prompt's placeholder `X` names nothing: earlier markers are read.)"""
+    lowered = rest = line.lower()
+    first = min((m.start() for option in choices if (m := _pattern(option).search(lowered))), default=len(lowered))
+    for option in sorted(choices, key=len, reverse=True):
+        rest = _pattern(option).sub(" ", rest)
+    negated = NEGATION.match(lowered[:first])  # `not red`; `red, not green` names red
+    return bool(negated or DECLINE.search(rest)) and not _only_options(line, choices)
+
+
+def _only_options(line: str, choices: list[str]) -> bool:
+    """Whether `line` is one option's text and nothing else (an option such as `none of the above`)."""
+    text = line.strip(" .:").lower()
+    return any(_pattern(option).fullmatch(text) for option in choices)
 
 
 def _alone(letter: str, rest: str, choices: list[str]) -> None:
@@ -266,6 +416,10 @@ def _named(segment: str, choices: list[str], last: bool, values: bool = True) ->
     `_Unread` when that is two options or joined to another's, or (not `last`) two are named, one in digits."""
     lowered = segment.lower()
     found = _mentions(lowered, choices, values)
+    said = [f for f in found if not NEGATED_MENTION.search(lowered, 0, f[0])]  # `red, not green`: not green
+    if found and not said:
+        raise _Unread
+    found = said
     if not found:
         return None
     k = max(range(len(found)), key=lambda i: (found[i][0], found[i][1]) if last else
