@@ -444,9 +444,9 @@ def test_without_the_two_rules_those_replies_read_as_recorded(monkeypatch):
         monkeypatch.setattr(reader, rule, never)
     read = [extract(r["kind"], r["reply"]) for r in STUDY_REPLIES]
     assert sum(r["recorded"] != r["answer"] for r in STUDY_REPLIES) == len(STUDY_REPLIES) - 1  # item 34: a control
-    # the three whose answer line opens with the answer ("Answer: 70 ..., not 30") are read by that rule
-    # alone; the others read as recorded
-    assert [a == r["answer"] != r["recorded"] for a, r in zip(read, STUDY_REPLIES)].count(True) == 3
+    # the four whose marker's first sentence opens with the answer ("Answer: 70 ..., not 30") are read by
+    # that rule alone; the others read as recorded
+    assert [a == r["answer"] != r["recorded"] for a, r in zip(read, STUDY_REPLIES)].count(True) == 4
     assert all(a in (r["recorded"], r["answer"]) for a, r in zip(read, STUDY_REPLIES))
 
 

@@ -98,6 +98,49 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     assert extract("integer", reply) == expected
 
 
+# A hostile reading of the first version of these rules: each reads as a person reads it.
+@pytest.mark.parametrize("reply, expected", [
+    ("Answer: 9 * 2 = 18", 18), ("\\boxed{9 * 2}", 18), ("Answer: (3 + 4) * 2 = 14", 14), ("**Answer:** **18**", 18),
+    ("Answer:\n- 18", 18), ("Answer:\n1. 18", 18), ("Answer: 1) $18", 18), ("Answer: - 18", 18),
+    ("the answer is \\boxed{600}. The confidence in this answer is high: there are no unknowns.", 600),
+    ("Answer: 5 x 4 = 20", 20), ("Answer: 9 eggs x $2 = $18", 18), ("Answer: 3 weeks = 21 days", 21),
+    ("Answer: 1/3 of 90 = 30", 30), ("Answer: 30% of 200 = 60", 60), ("Answer: 2 each, so 8", 8),
+    ("Answer: 5m - 2m = 3m", 3), ("Answer: 60km/h", 60), ("Answer: $5/hr", 5),
+    ("Answer: The temperature is -3 degrees", -3), ("Answer: it is -5", -5),
+    ("\\boxed{1{,}250}", 1250), ("Answer: 1\\,250", 1250), ("Answer: 3\\frac{1}{2}", 3.5),
+    ("The total is 18.\nThere is no other way to compute it.", 18),
+    ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
+    ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),
+])
+def test_numbers_as_a_person_reads_them(reply, expected):
+    assert extract("integer", reply) == expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Answer: library, since neither bank nor mall lends books", "B"),
+    ("Answer: library, because you can't tell a bank to lend books", "B"),
+    ("Answer: No doubt, library", "B"), ("Answer: Not surprisingly, the library", "B"),
+    ("Answer: B\n\nThe answer is not A, because banks don't lend books.", "B"),
+    ("Answer: B\nWhy this answer: neither a bank nor a mall lends books.", "B"),
+    ("So the answer is \\boxed{B}.\nThe confidence in this answer is high; there are no unknowns.", "B"),
+    ("Books are kept in a library. Neither bank nor mall keeps books.\nlibrary", "B"),
+    ("Answer: not bank", None), ("Answer: not A", None), ("Answer: None", None), ("Answer: B, not A", "B"),
+])
+def test_options_as_a_person_reads_them(reply, expected):
+    assert extract("choice", reply, ["bank", "library", "department store", "mall", "new york"]) == expected
+
+
+@pytest.mark.parametrize("reply", [
+    "Answer: " + "(" * 200 + "5" + ")" * 200, "\\boxed{" + "\\frac{1}{" * 100 + "2" + "}" * 100 + "}",
+    "Answer: " + "2^" * 500 + "2", "Answer: 18 " + "+" * 2000, "Answer: " + "-" * 1000 + " 18",
+    "Answer: " + "9" * 5000 + "^64", "Answer: " + " × ".join(["2^64"] * 300), "\\boxed{" * 5000,
+    "Answer: " + "\\frac{" * 3000, "Answer: " + "9" * 5000,
+])
+def test_a_reply_built_to_break_the_parser_is_unreadable_not_an_exception(reply):
+    found = extract("integer", reply)
+    assert found is None or len(str(found)) <= 120  # no RecursionError, no 4,300-digit ValueError, no huge int
+
+
 def test_a_fraction_compares_exactly_with_a_whole_truth():
     assert not answers_equal(extract("integer", "\\boxed{\\frac{122}{15}}"), 15)
     assert answers_equal(extract("integer", "\\boxed{\\frac{34}{17}}"), 2)
@@ -134,7 +177,10 @@ def test_a_marker_inside_another_agents_quoted_words_is_not_the_replys():
     choices = ["prepare", "clean", "wash", "grow", "open mouth"]
     assert extract("choice", reply, choices, marked_only=True) is None
     assert extract("choice", reply + '"\nI agree with it.\nAnswer: E', choices) == "E"  # its own marker
-    assert extract("integer", '> the answer is 12\nI get 15 instead.', marked_only=True) is None
+    # a short quote is the reply's own answer; a `>` line is no quote (models set their answer so)
+    assert extract("choice", 'So my final line is "Answer: B"', choices) == "B"
+    assert extract("choice", "> Agent 2: the answer is A.\n\nI disagree.\n\nAnswer: B", choices) == "B"
+    assert extract("choice", "> **Answer: B**", choices) == "B"
 
 
 # --- options that read the same ------------------------------------------------------------------

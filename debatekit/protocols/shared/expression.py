@@ -6,12 +6,15 @@
     value("42 (computed in 3 steps)", first=True)  # 42: the expression the text opens with
     value("2W - 15")                # raises Unknowns: an expression in an unknown is no number
 
-A small recursive-descent parser over numbers (`2.5e6`, `.5`, `1,250`), `+ - * / ^` and
-parentheses, computed in `Fraction`s so that a fraction compares exactly with a whole number. The
-text is read as the sum, product or power it spells; where it goes on in words, the arithmetic
-read so far is the answer and the words are set aside (`15 apples`, `25, which is 5 squared`).
-A power's exponent is bounded (`POWER_LIMIT`) so that a reply cannot ask for a number of a
-million digits.
+A small recursive-descent parser over numbers (`2.5e6`, `.5`, `1,250`, `1{,}250`), `+ - * / ^`
+(`×`, `\\times`, `\\cdot`, `x` between two numbers, `÷`), parentheses and LaTeX fractions (a whole
+number before one is a mixed number: `3\\frac{1}{2}` is 7/2), computed in `Fraction`s so that a
+fraction compares exactly with a whole number. The text is read as the sum, product or power it
+spells; where it goes on in words, the arithmetic read so far is the answer and the words are set
+aside (`15 apples`, `25, which is 5 squared`). A unit joined to its number (`5m`, `60km/h`) is a
+unit, not an unknown. Bounds keep a reply from costing more than it is worth: an exponent past
+`POWER_LIMIT`, a number past `MAX_DIGITS` digits, nesting deeper than `MAX_DEPTH` and text past
+`MAX_CHARS` characters are unreadable, never an exception other than `Unreadable`.
 """
 
 from __future__ import annotations
@@ -21,19 +24,27 @@ from fractions import Fraction
 
 POWER_LIMIT = 64
 """The largest exponent (`2^64`, `1e64`) read; a larger one is no answer."""
+MAX_DIGITS = 100
+"""The most digits a number read, or a value computed, may have (numerator and denominator)."""
+MAX_DEPTH = 32
+"""The deepest nesting of parentheses, fractions and signs read."""
+MAX_CHARS = 2_000
+"""The longest text read as one answer; a longer one is unreadable."""
 TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}(?!\d))?)|(?P<op>[-+*/^()=])"
                    r"|(?P<word>[^\W\d_]+)|(?P<other>\S))")
-_FRAC = re.compile(r"\\[dt]?frac\s*(?=\{)")
-_TEX = [(re.compile(r"\\(?:times|cdot)|[×·]"), "*"), (re.compile(r"\\div|÷"), "/"), (re.compile(r"[−–](?=\s*[\d.(])"), "-"),
+_FRAC = re.compile(r"\\[dt]?frac\s*\{")
+_TEX = [(re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ )(?=\d{3}(?!\d))"), ""),  # 1{,}250, 1\,250: thousands
+        (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
+        (re.compile(r"[−–](?=\s*[\d.(])"), "-"),
         (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 "),
         (re.compile(r"(?<=\d),(?=\d{3}(?!\d))"), "")]
 OPERATORS = ("+", "-", "*", "/", "^")
-VARIABLE = re.compile(r"[^\W\d_]{1,2}")
-"""A word that may be an unknown: one or two letters (`x`, `W`, `xy`); `a`, `A` and `I` are words."""
+VARIABLE = re.compile(r"[^\W\d_]")
+"""A word that may be an unknown: one letter (`x`, `W`); `a`, `A` and `I` are words."""
 
 
 class Unreadable(ValueError):
-    """The arithmetic read has no value: a division by zero, a power past `POWER_LIMIT`."""
+    """The arithmetic read has no value: a division by zero, a number or nesting past the bounds."""
 
 
 class Unknowns(Unreadable):
@@ -44,62 +55,97 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
     """The value of the arithmetic in `text`: the last expression it writes, or with `first` the one it
     opens with (after words such as "The total is"); None if it writes none. With `formula` (a box's
     content) any word joined to the arithmetic by an operator is an unknown (`Original length - 8`); in
-    prose only a one- or two-letter word is (`x + 3`; `18 - Janet makes ...` is 18).
+    prose only a one-letter word is (`x + 3`; `18 - Janet makes ...` is 18).
 
     Raises:
         Unknowns: the expression read is written in an unknown.
-        Unreadable: it divides by zero or raises to a power past `POWER_LIMIT`.
+        Unreadable: it divides by zero, or passes a bound (`POWER_LIMIT`, `MAX_DIGITS`, `MAX_DEPTH`,
+            `MAX_CHARS`).
     """
+    if len(text) > MAX_CHARS:
+        raise Unreadable(f"an answer of {len(text):,} characters is not read")
     tokens = _tokens(plain(text))
     starts = [i for i, t in enumerate(tokens) if _starts(tokens, i)]
     found = None
-    for start in starts:
-        if found is not None and start < found[1]:
-            continue  # inside the expression already read
-        read = _Reader(tokens, start, formula).equation()
-        if read is None:
-            continue
-        found = read
-        if first:
-            break
+    try:
+        for start in starts:
+            if found is not None and start < found[1]:
+                continue  # inside the expression already read
+            read = _Reader(tokens, start, formula).equation()
+            if read is None:
+                continue
+            found = read
+            if first:
+                break
+    except RecursionError as exc:  # a bound missed: still no exception but `Unreadable`
+        raise Unreadable("nested too deep") from exc
     return None if found is None else found[0]
 
 
 def plain(text: str) -> str:
-    """`text` with LaTeX arithmetic written plainly: `\\frac{a}{b}` as `((a)/(b))`, `\\times` as `*`,
-    `−` as `-`, `$`, `\\,` and `\\left(` set aside, thousands commas dropped."""
+    """`text` with LaTeX arithmetic written plainly: `\\frac{a}{b}` as `((a)/(b))` (after a whole number,
+    added to it), `\\times` and `x` between numbers as `*`, `−` as `-`, `$`, `\\,` and `\\left(` set
+    aside, thousands separators dropped."""
     text = _fractions(text)
     for pattern, replacement in _TEX:
         text = pattern.sub(replacement, text)
     return text.replace("{", "(").replace("}", ")")
 
 
-def _fractions(text: str) -> str:
-    out, at = [], 0
-    for match in _FRAC.finditer(text):
-        if match.start() < at:
-            continue
-        top, after_top = braced(text, match.end())
-        bottom, end = braced(text, after_top) if top is not None else (None, 0)
-        if bottom is None:
-            continue
-        out += [text[at:match.start()], f"(({_fractions(top)})/({_fractions(bottom)}))"]
-        at = end
-    return "".join(out) + text[at:]
+def closing_braces(text: str) -> dict[int, int]:
+    """For each `{` of `text` that is closed, where its `}` is: one pass, whatever the nesting."""
+    closes, open_at = {}, []
+    for i, char in enumerate(text):
+        if char == "{":
+            open_at.append(i)
+        elif char == "}" and open_at:
+            closes[open_at.pop()] = i
+    return closes
 
 
-def braced(text: str, at: int) -> tuple[str | None, int]:
+def braced(text: str, at: int, closes: dict[int, int] | None = None) -> tuple[str | None, int]:
     """The content of the `{...}` group at `at` (spaces before it allowed) and where it ends."""
     while at < len(text) and text[at] == " ":
         at += 1
     if at >= len(text) or text[at] != "{":
         return None, at
-    depth = 0
-    for i in range(at, len(text)):
-        depth += {"{": 1, "}": -1}.get(text[i], 0)
-        if depth == 0:
-            return text[at + 1:i], i + 1
-    return None, at
+    end = (closing_braces(text) if closes is None else closes).get(at)
+    return (None, at) if end is None else (text[at + 1:end], end + 1)
+
+
+def _fractions(text: str) -> str:
+    """`\\frac{a}{b}` as `((a)/(b))`, and `3\\frac{1}{2}` as `(3+((1)/(2)))`, nested ones too."""
+    if text.count("\\") and len(_FRAC.findall(text)) > MAX_DEPTH:
+        raise Unreadable("too many fractions")
+    closes = closing_braces(text)
+
+    def rewrite(start: int, stop: int, depth: int) -> str:
+        if depth > MAX_DEPTH:
+            raise Unreadable("fractions nested too deep")
+        out, at = [], start
+        for match in _FRAC.finditer(text, start, stop):
+            if match.start() < at:
+                continue
+            top_open = match.end() - 1
+            top_close = closes.get(top_open)
+            bottom_open = top_close + 1 if top_close is not None else None
+            while bottom_open is not None and bottom_open < stop and text[bottom_open] == " ":
+                bottom_open += 1
+            bottom_close = closes.get(bottom_open) if bottom_open is not None and bottom_open < stop else None
+            if bottom_close is None or bottom_close >= stop:
+                continue
+            top = rewrite(top_open + 1, top_close, depth + 1)
+            bottom = rewrite(bottom_open + 1, bottom_close, depth + 1)
+            before = text[at:match.start()]
+            whole = re.search(r"(?<![\d.])(\d+)\s*$", before)  # a mixed number: 3\frac{1}{2}
+            if whole:
+                out += [before[:whole.start()], f"({whole.group(1)}+(({top})/({bottom})))"]
+            else:
+                out += [before, f"(({top})/({bottom}))"]
+            at = bottom_close + 1
+        return "".join(out) + text[at:stop]
+
+    return rewrite(0, len(text), 0)
 
 
 def _tokens(text: str) -> list[tuple[str, str, bool]]:
@@ -124,7 +170,7 @@ class _Reader:
     """Reads one expression (an equation's sides) from a token list."""
 
     def __init__(self, tokens, at: int, formula: bool = False):
-        self.tokens, self.at, self.formula = tokens, at, formula
+        self.tokens, self.at, self.formula, self.depth = tokens, at, formula, 0
 
     def equation(self) -> tuple[Fraction, int] | None:
         """The value of the last side of `a = b = c` that reads, and where reading ended."""
@@ -148,18 +194,20 @@ class _Reader:
         return found, end
 
     def _unknown_after(self, start: int) -> None:
-        """Raise `Unknowns` when the expression read from `start` is written in an unknown: a short word
-        joined to it by an operator (`x + 3`, `2 * W`) or to one of its numbers with no space (`2W - 15`)."""
+        """Raise `Unknowns` when the expression read from `start` is written in an unknown: a one-letter
+        word joined to it by an operator (`x + 3`, `2 * W`; in a formula any word) or one joined to a
+        number and then an operator (`2W - 15`). A unit joined to its number (`5m`, `60km/h`) is none."""
         tokens, end = self.tokens, self.at
         glued = end < len(tokens) and tokens[end][0] == "word" and not tokens[end][2] and self._variable(tokens[end][1])
-        if glued and end + 1 < len(tokens) and tokens[end + 1][0] == "op" and tokens[end + 1][1] in (*OPERATORS, "="):
+        if glued and end + 1 < len(tokens) and tokens[end + 1][0] == "op" and tokens[end + 1][1] in ("+", "-", "*", "^"):
             raise Unknowns(tokens[end][1])
         if end + 1 < len(tokens) and tokens[end][0] == "op" and tokens[end][1] in OPERATORS \
                 and tokens[end + 1][0] == "word" and self._variable(tokens[end + 1][1]):
             raise Unknowns(tokens[end + 1][1])
         joint = start if tokens[start][1] in ("-", "+") else start - 1  # `x + 3`: the sign read, or one before
         if joint >= 1 and tokens[joint][0] == "op" and tokens[joint][1] in OPERATORS \
-                and tokens[joint - 1][0] == "word" and self._variable(tokens[joint - 1][1]):
+                and tokens[joint - 1][0] == "word" and self._variable(tokens[joint - 1][1]) \
+                and not (joint == start and tokens[joint][2] and not tokens[joint + 1][2]):  # `is -3`: a sign
             raise Unknowns(tokens[joint - 1][1])
 
     def sum(self) -> Fraction | None:
@@ -169,7 +217,7 @@ class _Reader:
             if term is None:
                 self.at -= 1
                 break
-            total = total + term if sign == "+" else total - term
+            total = _bounded(total + term if sign == "+" else total - term)
         return total
 
     def product(self) -> Fraction | None:
@@ -181,12 +229,14 @@ class _Reader:
                 break
             if op == "/" and factor == 0:
                 raise Unreadable("division by zero")
-            total = total * factor if op == "*" else total / factor
+            total = _bounded(total * factor if op == "*" else total / factor)
         return total
 
     def signed(self) -> Fraction | None:
         if sign := self._operator("-+"):
+            self._deeper()
             inner = self.signed()
+            self.depth -= 1
             if inner is None:
                 self.at -= 1
                 return None
@@ -203,26 +253,35 @@ class _Reader:
                 return base
             if exponent.denominator != 1 or abs(exponent) > POWER_LIMIT or (base == 0 and exponent < 0):
                 raise Unreadable(f"a power of {exponent} is not read")
-            return base ** int(exponent)
+            return _bounded(base ** int(exponent))
         return base
 
     def atom(self) -> Fraction | None:
         if self._peek("number"):
             text = self.tokens[self.at][1]
             self.at += 1
-            _, _, exponent = text.lower().partition("e")
+            digits, _, exponent = text.lower().partition("e")
+            if len(digits) > MAX_DIGITS:
+                raise Unreadable(f"a number of {len(digits)} digits is not read")
             if exponent and abs(int(exponent)) > POWER_LIMIT:
                 raise Unreadable(f"a power of {int(exponent)} is not read")
             return Fraction(text)
         if self._peek("op", "("):
             mark = self.at
             self.at += 1
+            self._deeper()
             inner = self.sum()
+            self.depth -= 1
             if inner is not None and self._peek("op", ")"):
                 self.at += 1
                 return inner
             self.at = mark
         return None
+
+    def _deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            raise Unreadable("nested too deep")
 
     def _variable(self, word: str) -> bool:
         return self.formula or bool(VARIABLE.fullmatch(word)) and word not in ("a", "A", "I")
@@ -239,3 +298,9 @@ class _Reader:
             return self.tokens[self.at - 1][1]
         return None
 
+
+def _bounded(value: Fraction) -> Fraction:
+    """`value`, or `Unreadable` when it has more than `MAX_DIGITS` digits (a product of many powers)."""
+    if max(abs(value.numerator), value.denominator).bit_length() > MAX_DIGITS * 3.33:
+        raise Unreadable("a number too large to be an answer")
+    return value

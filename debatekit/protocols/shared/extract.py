@@ -8,18 +8,21 @@ reply's last `\\boxed{...}` is read, then what follows each earlier marker, the 
 the next marker (`Answer: B` then a closing "so the answer is correct": B), and only then the whole
 reply. It returns None when it finds no answer (the caller counts that as a parse failure).
 
-A marker or box inside quoted words (double quotes on one line, a `>` quote, a code block) is
-another agent's, not the reply's, and is not read. A marker's line that declines ("none of them",
-"cannot be determined", "no way to determine", `not red`) is no answer, and so is a reply read whole
-whose last three lines decline; the prompt's placeholder alone (`Answer: X`) names nothing, so an
-earlier marker is read.
+A marker or box inside a quoted sentence (in double quotes, 40 characters or more, on one line) is
+another agent's, not the reply's, and is not read. A marker's line that opens by declining ("None",
+"none of them", "cannot be determined", "not enough information", `not red`) is no answer, and no
+earlier marker is read; so is a reply read whole whose last three lines decline. The prompt's
+placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
 
-- integer / number: a marker's line or a box is read as the arithmetic it writes
-  (`debatekit.protocols.shared.expression`, exact): the expression it opens with (`42 (computed in
-  3 steps)`: 42; `25, which is 5 squared`: 25; `\\frac{122}{15}`: "122/15"; `−5`: -5), else,
-  after words, its last (`Janet makes $18 every day`: 18), a box in the line first; an expression in
-  an unknown (`2W - 15`, in a box any word joined by an operator) is no answer. A whole number is
-  returned as an int, a decimal as a float, another fraction as its text ("122/15", `as_answer`).
+- integer / number: the first sentence of a marker's line (after a list bullet), or a box, is read as
+  the arithmetic it writes (`debatekit.protocols.shared.expression`, exact): a box in it first, then
+  the last side of an equation (`9 eggs x $2 = $18`: 18), what follows words that conclude (`2
+  each, so 8`: 8), the expression it opens with (`42 (computed in 3 steps)`: 42; `25, which is 5
+  squared`: 25; `\\frac{122}{15}`: "122/15"; `−5`: -5), else, after words, its last (`Janet makes
+  $18 every day`: 18); an expression in an unknown (`2W - 15`, in a box any word joined by an
+  operator) is no answer, a unit is none (`60km/h`). A `*` between numbers is a multiplication. A
+  whole number is returned as an int, a decimal as a float, another fraction as its text
+  ("122/15", `as_answer`).
   A reply read whole: the last number; `$`, thousands commas and a trailing
   period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
   counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
@@ -93,20 +96,39 @@ JUDGED = re.compile(r"\s*(?:not\s+|also\s+)?(?:in)?(?:correct|right|wrong|valid|
 number in the rest of its clause (`Your answer is correct, 18.` and `The answer is right: 42` state one)."""
 BOXED = re.compile(r"\\boxed\{([^{}]*)\}")
 BOX = re.compile(r"\\boxed\s*\{")
-QUOTED = re.compile(r'"[^"\n]*"|“[^”\n]*”|^[ \t]*>.*$|```.*?(?:```|\Z)', re.MULTILINE | re.DOTALL)
-"""Text a reply quotes (another agent's words, the prompt's): a marker or box there is not the reply's own."""
+QUOTED = re.compile(r'"[^"\n]{40,}"|“[^”\n]{40,}”')
+"""Words a reply quotes (another agent's sentence, the prompt's), in double quotes on one line: a marker or box
+there is not the reply's own. A short quote (`my final line is "Answer: B"`) is the reply's own answer."""
 ASIDE = re.compile(r"\([^()]*[^\W\d_]{2}[^()]*\)")
 """A parenthetical remark in words after an answer (`42 (computed in 3 steps)`): no part of it."""
 DECLINE = re.compile(
-    r"\b(?:none\s+of\s+(?:them|these|those|the\s+(?:above|options?|choices?|answers?|given))\b|neither\b"
+    r"\b(?:none\s+of\s+(?:them|these|those|the\s+(?:above|options?|choices?|answers?|given))\b"
+    r"|neither\s+(?:of\s+(?:them|these|those|the)|option|answer|choice)\b"
+    r"|not\s+(?:listed|given|provided|included|present)\s+(?:as|among|in)\b"
+    r"|not\s+(?:any|one)\s+of\s+the\s+(?:\w+\s+)?(?:options|choices|answers)\b|not\s+(?:in|among)\s+the\s+(?:\w+\s+)?(?:options|choices)\b"
     r"|no\s+(?:(?:correct|valid|right|single|definitive|clear|possible|numerical|numeric|such)\s+)?(?:answer|option|choice|solution)s?\b"
     r"|(?:can\s*not|can't|cannot|unable\s+to|impossible\s+to|not\s+possible\s+to)\s+(?:be\s+)?(?:determined?|answer(?:ed)?|tell|know|decided?|say)\b"
-    r"|(?:no|not\s+enough|insufficient)\s+(?:\w+\s+)?(?:way|information|info|data)\s+to\b|insufficient\s+information"
-    r"|indeterminate|undetermined|undefined|unknown|not\s+(?:applicable|determinable)|n/a\b)", re.IGNORECASE)
+    r"|no\s+way\s+to\s+(?:determine|know|tell|answer|say|find)\b|(?:not\s+enough|insufficient)\s+(?:information|info|data)\b"
+    r"|indeterminate\b|undetermined\b|undefined\b|unknown\b|not\s+(?:applicable|determinable)\b|n/a\b)", re.IGNORECASE)
 """Words that decline to answer ("none of them", "no way to determine", "cannot be determined")."""
-NEGATED_MENTION = re.compile(r"\bnot\s+(?:the\s+|an?\s+)?(?:option\s+)?\(?\Z", re.IGNORECASE)
-"""What comes right before an option the reply rules out (`not green`, `not the option (C)`)."""
-NEGATION = re.compile(r"[\W_]*(?:not|none|neither|nor|no)\b", re.IGNORECASE)
+NEGATED_MENTION = re.compile(r"\b(?:not|neither|nor)\s+(?:the\s+|an?\s+)?(?:option\s+)?\(?\Z", re.IGNORECASE)
+"""What comes right before an option the reply rules out (`not green`, `not the option (C)`, `neither a bank`)."""
+NEGATION = re.compile(r"[\W_]*(?:not|neither|nor)\s+(?:the\s+)?(?:option\s+)?(?:\(?(?-i:[A-J])\)?)?[\W_]*", re.IGNORECASE)
+"""A marker's line that is only a negation before its option (`not red`, `not B`): the reply rules it out."""
+OPENS_DECLINING = re.compile(r"[\W_]*(?:none(?!\s+other\s+than)|nothing|n/?a|no\s+answer)\b", re.IGNORECASE)
+"""A marker's line that opens with a word of no answer (`Answer: None`); in a reply's last lines, such a word
+alone declines nothing ("none of the other agents is right")."""
+DECLINES_BY = 12
+"""A decline opens a marker's line when it starts within this many characters, before any number or option."""
+BULLET = re.compile(r"[ \t]*(?:[-–•][ \t]+|\d{1,2}[.)][ \t]+(?=[$€£(−-]*\d))")
+"""A list bullet or item number opening a marker's line (`- 18`, `1. 18`): no part of the answer."""
+CONCLUDES = re.compile(r"[,;]?\s+(?:so|thus|therefore|hence|which\s+(?:gives|makes)|for\s+a\s+total\s+of|"
+                       r"giving|making|totall?ing)\b[:\s]*", re.IGNORECASE)
+"""Words that lead from working to its result in one line (`2 each, so 8`): the result is read."""
+SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+"""Where a sentence ends and the next begins: a marker's answer is in its first."""
+MULTIPLIED = re.compile(r"(?<=[\d)])\s*\*\s*(?=[\d(])")
+"""A `*` between two numbers: a multiplication, not markdown emphasis."""
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _NOT = r"(?:,?\s+|\s*\()(?:and\s+)?not\s+(?:the\s+)?"
@@ -153,19 +175,25 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
         if isinstance(found, (int, float)) and found in stated_confidences(text):
             return extract(kind, beside_confidence(text), choices, marked_only)
         return found
-    clean = text.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
+    numbers = kind in ("integer", "number")
+    clean = MULTIPLIED.sub(" × ", text) if numbers else text  # `9 * 2 = 18` is arithmetic, `**18**` emphasis
+    clean = clean.replace("*", " ").replace("\\(", " ").replace("\\)", " ")
     if kind == "choice":
         clean = _plain_math(clean)
     finder = {"integer": _number, "number": _number, "yesno": _yes_no, "text": _text,
               "choice": lambda segment, marked: _choice(segment, marked, choices or [])}[kind]
     quoted = _quoted(clean)
     boxed = boxes(clean, quoted)
-    if kind in ("integer", "number"):  # a box is read as the formula it is: its words are unknowns
+    if numbers:  # a box is read as the formula it is: its words are unknowns
         boxed = [f"\\boxed{{{content}}}" for content in boxed]
-    last, *earlier = _after_markers(clean, judged=kind in ("integer", "number"), quoted=quoted) or [None]
+    last, *earlier = _after_markers(clean, judged=numbers, quoted=quoted) or [None]
     try:
-        for segment in (last, boxed[-1] if boxed else None, *earlier):
-            found = finder(segment, True) if segment is not None else None
+        for k, segment in enumerate((last, boxed[-1] if boxed else None, *earlier)):
+            if segment is None:
+                continue
+            if kind in ("integer", "number", "choice") and _declines(_first_line(segment), choices or [], numbers):
+                return None  # the reply's latest statement of its answer declines: it has none
+            found = finder(segment, True)
             if found is not None:
                 return first_of_same(found, choices) if kind == "choice" else found
         if marked_only or kind in ("integer", "number", "choice") and _declines_at_end(clean):
@@ -180,12 +208,17 @@ def boxes(text: str, quoted: list[tuple[int, int]] | None = None) -> list[str]:
     """The content of each `\\boxed{...}` of `text` outside its quoted spans, nested braces included
     (`\\boxed{\\frac{122}{15}}`: `\\frac{122}{15}`)."""
     quoted = _quoted(text) if quoted is None else quoted
+    closes = expression.closing_braces(text) if "\\boxed" in text else {}
     found = []
     for match in BOX.finditer(text):
-        content, _ = expression.braced(text, match.end() - 1)
+        content, _ = expression.braced(text, match.end() - 1, closes)
         if content is not None and not _inside(match.start(), quoted):
             found.append(content)
     return found
+
+
+def _first_line(segment: str) -> str:
+    return segment.strip().split("\n")[0]
 
 
 def _quoted(text: str) -> list[tuple[int, int]]:
@@ -325,23 +358,39 @@ def _number(segment: str, marked: bool) -> int | float | str | None:
 
 
 def _marked_number(line: str) -> int | float | str | None:
-    """The number a marker's line (or a box) states: the arithmetic it opens with (`42 (computed in 3
-    steps)`: 42, `25, which is 5 squared`: 25, `\\frac{122}{15}`), else, after words, the last it
-    writes (`Janet makes $18 every day`), a number set against another dropped (`35 hours, not 45`);
-    `_Unread` when it declines or writes an expression in an unknown (`2W - 15`)."""
+    """The number a marker's line (or a box) states: after a list bullet, a box in the line first; the
+    last side of an equation (`9 eggs x $2 = $18`: 18), else what follows words that conclude (`2
+    each, so 8`: 8), else the arithmetic the line opens with (`42 (computed in 3 steps)`: 42, `25,
+    which is 5 squared`: 25, `\\frac{122}{15}`), else, after words, the last it writes (`Janet makes
+    $18 every day`), a number set against another dropped (`35 hours, not 45`); `_Unread` when it
+    writes an expression in an unknown (`2W - 15`) or one past the parser's bounds."""
+    line = line[bullet.end():] if (bullet := BULLET.match(line)) else line
+    line = SENTENCE_END.split(line, maxsplit=1)[0]  # `35. The other agent got 45, not 35.`: its first sentence
     formula = bool(inner := boxes(line))
     if formula:  # `Gerald runs the 400-meter hurdles in \\boxed{39.6} seconds`: the box
         line = inner[-1]
-    if DECLINE.search(line):
-        raise _Unread
     line = NEGATED.sub(r"\1", ASIDE.sub(" ", line))
-    opens = re.match(r"[\s:=~≈$]*(?:(?:approximately|about|around|roughly|exactly)\s+)?[\s$]*(?:[-+−]?\s*[(.\d]|\\[dt]?frac)",
-                     line)
     try:
-        found = expression.value(line, first=opens is not None, formula=formula)
+        for part in _results(line):
+            opens = re.match(r"[\s:=~≈$]*(?:(?:approximately|about|around|roughly|exactly)\s+)?[\s$]*"
+                             r"(?:[-+−]?\s*[(.\d]|\\[dt]?frac)", part)
+            found = expression.value(part, first=opens is not None, formula=formula)
+            if found is not None:
+                return as_answer(found)
+        return None
     except expression.Unreadable as exc:
         raise _Unread from exc
-    return None if found is None else as_answer(found)
+
+
+def _results(line: str) -> list[str]:
+    """Where a marker's line states its result, the likeliest first: after its last `=`, after the last
+    words that conclude, then the whole line."""
+    parts = []
+    if "=" in line:
+        parts.append(line.rsplit("=", 1)[1])
+    if conclusion := list(CONCLUDES.finditer(line)):
+        parts.append(line[conclusion[-1].end():])
+    return [*parts, line]
 
 
 def as_answer(value: Fraction) -> int | float | str:
@@ -371,8 +420,6 @@ def _choice(segment: str, marked: bool, choices: list[str]) -> str | None:
         if letter and (letter.group(1).isupper() or line[: 2].lower() in (f"{letter.group(1)})", f"({letter.group(1)}")):
             _alone(letter.group(1).upper(), line[letter.end():], choices)
             return letter.group(1).upper()
-        if _declines(line, choices):
-            raise _Unread
         return _named(line, choices, last=False)
     written = re.findall(rf"(?:\(([{letters}])\)|\boption\s+([{letters}])\b|(?:^|\s)([{letters}])\))", segment)
     if written:
@@ -381,16 +428,23 @@ def _choice(segment: str, marked: bool, choices: list[str]) -> str | None:
     return _named(last_line, choices, last=True) or _named(segment, choices, last=True, values=False)
 
 
-def _declines(line: str, choices: list[str]) -> bool:
-    """Whether a marker's line declines to name an option: it negates one (`not red`, `not A`) or says
-    none fits (`none of them`, `cannot be determined`); an option whose own text says so (`none of the
-    above`) is named, not declined. (The prompt's placeholder `X` names nothing: earlier markers are read.)"""
-    lowered = rest = line.lower()
-    first = min((m.start() for option in choices if (m := _pattern(option).search(lowered))), default=len(lowered))
-    for option in sorted(choices, key=len, reverse=True):
-        rest = _pattern(option).sub(" ", rest)
-    negated = NEGATION.match(lowered[:first])  # `not red`; `red, not green` names red
-    return bool(negated or DECLINE.search(rest)) and not _only_options(line, choices)
+def _declines(line: str, choices: list[str], numbers: bool = False) -> bool:
+    """Whether a marker's line declines to answer: it opens with words that say none fits (`none of
+    them`, `cannot be determined`, `there is not enough information`), before any number or option it
+    names, or it is only a negation of one option (`not red`, `not B`). An option whose own text says
+    so (`none of the above`) is named, not declined; `library, since neither bank nor mall lends books`
+    names library."""
+    lowered = line.lower()
+    mentions = [m.start() for option in choices for m in [_pattern(option).search(lowered)] if m]
+    digit = re.search(r"\d", lowered) if numbers else None
+    first = min([*mentions, digit.start() if digit else len(lowered)])
+    declined = DECLINE.search(lowered) or OPENS_DECLINING.match(lowered)
+    if declined and declined.start() < min(first, DECLINES_BY) and not _only_options(line, choices):
+        return True
+    if not choices:
+        return False
+    head = line[:first] if mentions else line  # as written: `not B` is a letter, `neither a bank` is not
+    return NEGATION.fullmatch(head) is not None and not _only_options(line, choices)
 
 
 def _only_options(line: str, choices: list[str]) -> bool:
@@ -416,10 +470,7 @@ def _named(segment: str, choices: list[str], last: bool, values: bool = True) ->
     `_Unread` when that is two options or joined to another's, or (not `last`) two are named, one in digits."""
     lowered = segment.lower()
     found = _mentions(lowered, choices, values)
-    said = [f for f in found if not NEGATED_MENTION.search(lowered, 0, f[0])]  # `red, not green`: not green
-    if found and not said:
-        raise _Unread
-    found = said
+    found = [f for f in found if not NEGATED_MENTION.search(lowered, 0, f[0])]  # `red, not green`: not green
     if not found:
         return None
     k = max(range(len(found)), key=lambda i: (found[i][0], found[i][1]) if last else
