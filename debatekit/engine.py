@@ -18,7 +18,7 @@ import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable, Iterable
+from typing import Any, Awaitable, Callable, Iterable, Literal
 
 from pydantic import BaseModel
 
@@ -70,6 +70,17 @@ class Turn:
     @property
     def error(self) -> str | None:
         return self.completion.error
+
+
+TieBreak = Literal["first", "random"]
+"""How a protocol's majority vote breaks a tie: to the answer given first (agent 1, sample 1), or to
+one of the tied answers drawn at random, the draw seeded by the run's seed and the item."""
+
+
+def tie_seed(tie_break: str, debate: "Debate", item: Any) -> str | None:
+    """The seed `voting.majority` breaks a tie with: None for "first", else one per run seed and item,
+    so a rerun of the same run draws the same answer."""
+    return None if tie_break == "first" else f"{debate.seed}:{_item_id(item)}"
 
 
 class Outcome(Verdict):

@@ -26,7 +26,7 @@ from typing import Any
 import pandas as pd
 
 from debatekit.analysis.intervals import N_BOOT
-from debatekit.analysis.paired import compare, paired_lines
+from debatekit.analysis.paired import COLUMNS as PAIRED_COLUMNS, EQUIVALENCE_MARGIN, compare, paired_lines
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 
 COLUMNS = ["run_id", "item_id", "seed", "config", "round", "correct", "status", "completion_tokens", "agreement"]
@@ -74,21 +74,22 @@ def decompose(tables: Any, first_agent: str | None = None) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
-def decomposition(tables: Any, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+def decomposition(tables: Any, n_boot: int = N_BOOT, seed: int = 0, margin: float = EQUIVALENCE_MARGIN) -> pd.DataFrame:
     """The paired differences of the decomposition: vote@1 - single, then each debate@t - vote@1 and
-    debate@t - single (rows of `paired.compare`: difference, 95% interval, McNemar p, tokens)."""
+    debate@t - single (rows of `paired.compare`: difference, 95% interval, McNemar p, tokens, and
+    the 90% interval and TOST against `margin`)."""
     frame = decompose(tables)
     if frame.empty:
-        return pd.DataFrame()
-    configs = list(dict.fromkeys(frame["config"]))
-    parts = [compare(frame[frame["config"].isin(["single", "vote@1"])], baseline="single", by="config",
-                     n_boot=n_boot, seed=seed)]
-    debates = [c for c in configs if c.startswith("debate@")]
+        return pd.DataFrame(columns=PAIRED_COLUMNS)
+
+    def against(baseline: str, configs: list[str]) -> pd.DataFrame:
+        return compare(frame[frame["config"].isin([baseline, *configs])], baseline=baseline, by="config",
+                       n_boot=n_boot, seed=seed, margin=margin)
+
+    debates = [c for c in dict.fromkeys(frame["config"]) if c.startswith("debate@")]
+    parts = [against("single", ["vote@1"])]
     if debates:
-        parts.append(compare(frame[frame["config"].isin(["vote@1", *debates])], baseline="vote@1", by="config",
-                             n_boot=n_boot, seed=seed))
-        parts.append(compare(frame[frame["config"].isin(["single", *debates])], baseline="single", by="config",
-                             n_boot=n_boot, seed=seed))
+        parts += [against("vote@1", debates), against("single", debates)]
     return pd.concat(parts, ignore_index=True)
 
 

@@ -1,4 +1,12 @@
-"""Bootstrap confidence intervals over items, flat and nested (items, then seeds within an item)."""
+"""Bootstrap confidence intervals over items, flat and nested (items, then seeds within an item).
+
+Where every item gives one value of -1, 0 or 1 (a run's accuracy over items with one seed each, a
+paired difference of two such runs) the interval is the **exact** bootstrap interval: the
+percentiles of the distribution the resampled mean follows, computed in closed form (the limit of
+infinitely many resamples), so that no digit of it moves with a random seed. Otherwise (several
+seeds per item, other values) it is a Monte Carlo percentile bootstrap with `N_BOOT` resamples.
+Either way the percentile is the inverse of the resampled means' distribution function (the
+smallest mean with at least that share of the draws at or below it)."""
 
 from __future__ import annotations
 
@@ -8,9 +16,11 @@ from typing import Any, Sequence
 import numpy as np
 
 
-N_BOOT = 2000
-"""Bootstrap resamples every interval of debatekit.analysis defaults to, so that a run's summary and
-the report's tables quote one interval for the same items."""
+N_BOOT = 10_000
+"""Bootstrap resamples every Monte Carlo interval of debatekit.analysis defaults to, so that a run's
+summary and the report's tables quote one interval for the same items."""
+EXACT_MAX_ITEMS = 5_000
+"""Up to this many items the exact interval is computed; past it the Monte Carlo one."""
 
 
 def bootstrap_ci(values: Sequence[float], n_boot: int = N_BOOT, level: float = 0.95, seed: int = 0
@@ -36,6 +46,8 @@ def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT,
     point = float(np.nanmean(table, axis=1).mean())
     if len(clean) == 1 and width == 1:
         return (point,) * 3
+    if width == 1 and (exact := _exact(table[:, 0], level)) is not None:
+        return (point, *exact)
     rng = np.random.default_rng(seed)
     rows = rng.integers(0, len(clean), size=(n_boot, len(clean)))
     drawn = sizes[rows][..., None]
@@ -43,8 +55,29 @@ def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT,
     values = np.where(np.arange(width) < drawn, table[rows[..., None], cols], np.nan)  # a group's own size
     draws = np.nanmean(values, axis=2).mean(axis=1)
     tail = (1 - level) / 2 * 100
-    low, high = np.percentile(draws, [tail, 100 - tail])
+    low, high = np.percentile(draws, [tail, 100 - tail], method="inverted_cdf")
     return point, float(low), float(high)
+
+
+def _exact(values: np.ndarray, level: float) -> tuple[float, float] | None:
+    """The exact percentile bootstrap interval of the mean of `values` when each is -1, 0 or 1 (None
+    otherwise, or past `EXACT_MAX_ITEMS`): the resampled sum is the sum of n independent draws from
+    the values' empirical distribution, whose distribution is that distribution convolved n times."""
+    n = len(values)
+    if n > EXACT_MAX_ITEMS or not np.isin(values, (-1.0, 0.0, 1.0)).all():
+        return None
+    step = np.array([np.mean(values == -1), np.mean(values == 0), np.mean(values == 1)])  # sums -1, 0, +1
+    total, power, k = np.array([1.0]), step, n
+    while k:  # the n-fold convolution by squaring: sums -n .. n
+        if k & 1:
+            total = np.convolve(total, power)
+        k >>= 1
+        if k:
+            power = np.convolve(power, power)
+    cdf = np.cumsum(total)
+    tail = (1 - level) / 2
+    low, high = (int(np.searchsorted(cdf, q - 1e-9)) for q in (tail, 1 - tail))  # the first sum reaching q
+    return (low - n) / n, (high - n) / n
 
 
 def _isnan(v: Any) -> bool:

@@ -7,6 +7,11 @@ Two configurations are paired on (item, seed). A pair where either side has no a
 (status `error` or `failed`) or that only one side ran is left out and counted. The difference
 in accuracy gets a bootstrap 95% interval that resamples items, then seeds within an item;
 the exact McNemar test is a two-sided binomial test on the discordant pairs (scipy.stats).
+Where two configurations do not separate, what the null rules out is an interval, not a power
+figure: each row has the 90% t-interval of the paired difference over items (`low90`, `high90`)
+and the p-value of two one-sided tests (TOST, statsmodels) against an equivalence margin
+(`margin`, `EQUIVALENCE_MARGIN` unless given): the two are equivalent within the margin when the
+90% interval lies inside it (p_tost < 0.05).
 With several seeds it counts item-seed pairs as if they were independent, which they are not
 (an item hard for one seed is hard for the others): read its p-value as a rough guide there,
 and the interval, which resamples whole items, as the test.
@@ -14,9 +19,11 @@ and the interval, which resamples whole items, as the test.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Sequence
 
+import numpy as np
 import pandas as pd
 
 from debatekit.analysis.intervals import N_BOOT, nested_bootstrap_ci
@@ -24,7 +31,10 @@ from debatekit.records.schemas import ANSWERED
 
 COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "baseline_accuracy", "difference",
            "low", "high", "only_config", "only_baseline", "p_mcnemar", "completion_tokens",
-           "baseline_completion_tokens"]
+           "baseline_completion_tokens", "low90", "high90", "margin", "p_tost"]
+EQUIVALENCE_MARGIN = 0.10
+"""The accuracy difference (either way) within which two configurations count as equivalent, unless a
+study states its own (`primary.margin` in its grid)."""
 
 
 def run_labels(records) -> dict[str, str]:
@@ -116,7 +126,7 @@ def mcnemar_exact(only_a: int, only_b: int) -> float:
 
 
 def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = "protocol",
-            n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+            n_boot: int = N_BOOT, seed: int = 0, margin: float = EQUIVALENCE_MARGIN) -> pd.DataFrame:
     """Each configuration against the baseline, paired on the items (and seeds) both answered.
 
     Args:
@@ -126,13 +136,15 @@ def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = 
         baseline: the configuration (its label) to compare against; default the first one.
         by: the column(s) naming a configuration; several are joined into one label.
         n_boot: bootstrap resamples.
+        margin: the equivalence margin of the TOST (`p_tost`).
 
     Returns:
         One row per other configuration: config, baseline, pairs (item-seed pairs used),
         left_out (pairs dropped: a side failed or did not run the item), seeds, accuracy and
         baseline_accuracy on the pairs, difference (config minus baseline) with its 95% interval
-        low/high, only_config and only_baseline (pairs only one got right), p_mcnemar, and
-        completion tokens per item of each side.
+        low/high, only_config and only_baseline (pairs only one got right), p_mcnemar,
+        completion tokens per item of each side, and the 90% t-interval of the difference
+        (low90/high90) with the TOST p-value against +-margin (`equivalence`).
 
     Raises:
         ValueError: an unknown baseline, or fewer than two configurations.
@@ -145,7 +157,7 @@ def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = 
     if baseline not in labels:
         raise ValueError(f"baseline {baseline!r} is not among the configurations: {', '.join(labels)}")
     base = frame[frame["config"] == baseline]
-    rows = [_pair(frame[frame["config"] == label], base, label, baseline, n_boot, seed)
+    rows = [_pair(frame[frame["config"] == label], base, label, baseline, n_boot, seed, margin)
             for label in labels if label != baseline]
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -157,21 +169,42 @@ def _labelled(frame: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
     return frame.assign(config=label, _seed=seeds).drop_duplicates(["config", "item_id", "_seed"], keep="last")
 
 
-def _pair(side: pd.DataFrame, base: pd.DataFrame, label: str, baseline: str, n_boot: int, seed: int) -> dict:
+def equivalence(item_differences: Sequence[float], margin: float) -> tuple[float, float, float]:
+    """The 90% t-interval of a mean paired difference over items and the TOST p-value that it lies
+    within +-margin (statsmodels' `DescrStatsW`): (low, high, p). With fewer than two items, or no
+    spread at all, the interval is the mean itself and p is 0 when it lies strictly inside, else 1."""
+    from statsmodels.stats.weightstats import DescrStatsW
+
+    values = np.asarray([v for v in item_differences if v == v], dtype=float)
+    if len(values) == 0:
+        return (math.nan, math.nan, math.nan)
+    mean = float(values.mean())
+    if len(values) < 2 or values.std() == 0:
+        return (mean, mean, 0.0 if -margin < mean < margin else 1.0)
+    stats = DescrStatsW(values)
+    low, high = stats.tconfint_mean(alpha=0.10)
+    return float(low), float(high), float(stats.ttost_mean(-margin, margin)[0])
+
+
+def _pair(side: pd.DataFrame, base: pd.DataFrame, label: str, baseline: str, n_boot: int, seed: int,
+          margin: float = EQUIVALENCE_MARGIN) -> dict:
     cols = ["item_id", "_seed", "correct", "status", "completion_tokens"]
     both = side[cols].merge(base[cols], on=["item_id", "_seed"], how="outer", suffixes=("", "_b"), indicator=True)
     usable = (both["_merge"] == "both") & both["status"].isin(ANSWERED) & both["status_b"].isin(ANSWERED)
     pairs = both[usable]
     a, b = pairs["correct"].eq(True), pairs["correct_b"].eq(True)
     diff = (a.astype(float) - b.astype(float)).groupby(pairs["item_id"], sort=False)
-    mean, low, high = nested_bootstrap_ci([g.tolist() for _, g in diff], n_boot=n_boot, seed=seed)
+    groups = [g.tolist() for _, g in diff]
+    mean, low, high = nested_bootstrap_ci(groups, n_boot=n_boot, seed=seed)
+    low90, high90, p_tost = equivalence([sum(g) / len(g) for g in groups], margin)
     only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
     return {"config": label, "baseline": baseline, "pairs": len(pairs), "left_out": int((~usable).sum()),
             "seeds": int(pairs["_seed"].nunique()), "accuracy": _mean(a), "baseline_accuracy": _mean(b),
             "difference": mean, "low": low, "high": high, "only_config": only_a, "only_baseline": only_b,
             "p_mcnemar": mcnemar_exact(only_a, only_b),
             "completion_tokens": _mean(pairs["completion_tokens"]),
-            "baseline_completion_tokens": _mean(pairs["completion_tokens_b"])}
+            "baseline_completion_tokens": _mean(pairs["completion_tokens_b"]),
+            "low90": low90, "high90": high90, "margin": margin, "p_tost": p_tost}
 
 
 def _mean(series: pd.Series) -> float:

@@ -359,10 +359,16 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
     for row in rows.itertuples():
         # the pairs each row rests on: a study's configurations may have finished different numbers of items
         fig.add_annotation(x=0 if pd.isna(row.high) else row.high, y=str(row.config),  # no pair: no interval
-                           text=f"p={row.p_mcnemar:.2g}, n={row.pairs}", showarrow=False,
+                           text=f"p={row.p_mcnemar:.2g}{_holm(row)}, n={row.pairs}", showarrow=False,
                            xanchor="left", xshift=8, font=dict(size=11, color="grey"))
     baseline = table["baseline"].iloc[0] if len(table) else "baseline"
     fig.update_layout(title=title or f"Accuracy difference against {baseline} (paired, 95% bootstrap interval)",
                       xaxis_title=f"accuracy minus {baseline}'s on the same items", yaxis_title="",
                       **{**LAYOUT, "height": max(240, 90 + 60 * len(table))})
     return fig
+
+
+def _holm(row) -> str:
+    """` (Holm 0.086)` beside a raw p where the table carries Holm-adjusted ones (`study.holm`)."""
+    holm = getattr(row, "p_holm", float("nan"))
+    return f" (Holm {holm:.2g})" if holm == holm and holm is not None else ""

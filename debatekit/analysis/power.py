@@ -12,8 +12,10 @@ summed exactly over D with scipy's binomial distribution (no normal approximatio
     power.detectable_difference(n=100, discordance=0.25)    # ~0.16: smaller true gains go unseen
     power.items_needed(difference=0.05, discordance=0.25)    # items for 80% power at that gain
 
-A null result is then reported with what it rules out: a true difference as large as the
-detectable one would have been found 80% of the time.
+A planning tool, for before a run: from a pilot's discordance, how many items a study needs, or
+what it could detect. Computed after the fact from the discordance a study observed, it is
+conditioned on that study's data and says nothing about what the study ruled out; that is the
+90% interval of its difference against an equivalence margin (`paired.equivalence`, TOST).
 """
 
 from __future__ import annotations

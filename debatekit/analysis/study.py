@@ -13,6 +13,18 @@ loaded tables, so a test can check it on a scripted sweep.
     study.conclusion(...)                      # the report's last paragraph, written from the numbers
     study.provenance(tables, labels)           # per run: status, items, when, the commits that wrote it,
                                                # and the model work it took (calls, tokens, busy hours)
+    study.registered("results/studies/gsm8k")  # the grid's `primary` comparison, or None
+    study.primary(tables, labels, registered)  # that comparison alone: difference, 95% and 90% intervals, TOST
+    study.holm({"against single": rows, ...})  # Holm-adjusted p over the report's exploratory comparisons
+    study.ties(tables, labels)                 # each vote's tied items and its accuracy under any tie-break
+
+The report's statistics: every paired difference has a 95% bootstrap interval over items
+(`intervals.N_BOOT` resamples, so its second decimal does not move with the seed) and the exact
+McNemar test; what a null rules out is its 90% interval against the study's equivalence margin
+(TOST, `paired.equivalence`); the p-values of the exploratory comparisons are Holm-adjusted over
+the family the report tests (statsmodels' `multipletests`), while the registered primary comparison
+is tested alone, at 0.05, before them. `rules_out` (the power of the exact test at the discordance
+seen) is a planning tool: how many items a next study needs, not what this one ruled out.
 """
 
 from __future__ import annotations
@@ -111,7 +123,8 @@ def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     return tables.debates.assign(config=tables.debates["run_id"].map(labels))
 
 
-def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str) -> pd.DataFrame:
+def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str,
+           margin: float = pairing.EQUIVALENCE_MARGIN) -> pd.DataFrame:
     """Every configuration against `baseline` on the items both answered (`paired.compare` rows),
     with the decomposition's vote@1 and debate@t added as configurations when a debate run is there."""
     frame = labelled(tables, labels)[["config", "item_id", "seed", "correct", "status", "completion_tokens"]]
@@ -121,7 +134,7 @@ def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str) -> pd
         frame = pd.concat([frame, extra[frame.columns]], ignore_index=True)
     if baseline not in set(frame["config"]):
         return pd.DataFrame(columns=pairing.COLUMNS)
-    return pairing.compare(frame, baseline=baseline, by="config")
+    return pairing.compare(frame, baseline=baseline, by="config", margin=margin)
 
 
 def decomposition(tables: analysis.Tables) -> pd.DataFrame:
@@ -148,9 +161,11 @@ def costs(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
 
 
 def rules_out(rows: pd.DataFrame, power_wanted: float = 0.8) -> pd.DataFrame:
-    """For each paired comparison, its discordance and the smallest accuracy difference it had
-    `power_wanted` to detect at alpha 0.05 (`power.detectable_difference`): a null result rules out
-    true differences at least that large (in either direction), at that power."""
+    """For each paired comparison, its discordance and the smallest accuracy difference the exact test
+    has `power_wanted` to detect at alpha 0.05 at that discordance (`power.detectable_difference`),
+    and the items a study needs for 5 points. A planning tool for the next study, from this one's
+    discordance as a pilot's: conditioned on the discordance observed, it is no statement of what
+    this study ruled out (that is the 90% interval against the margin: `equivalence`)."""
     out = []
     for r in rows.itertuples():
         discordant = r.only_config + r.only_baseline
@@ -160,6 +175,142 @@ def rules_out(rows: pd.DataFrame, power_wanted: float = 0.8) -> pd.DataFrame:
                     "difference": r.difference, "p_mcnemar": r.p_mcnemar, "detectable": found,
                     "items_for_5_points": power.items_needed(0.05, max(rate, 0.05), power_wanted)})
     return pd.DataFrame(out)
+
+
+def equivalence(rows: pd.DataFrame) -> pd.DataFrame:
+    """What each comparison rules out: its 90% interval against the equivalence margin (TOST): `verdict`
+    is "equivalent" (the interval lies inside +-margin), "different" (the 95% interval excludes zero)
+    or "undecided" (neither: the interval reaches past the margin)."""
+    if not len(rows):
+        return pd.DataFrame(columns=["config", "baseline", "pairs", "difference", "low90", "high90", "margin",
+                                     "p_tost", "verdict"])
+    verdict = ["different" if (r.low > 0 or r.high < 0) else "equivalent" if r.p_tost < ALPHA else "undecided"
+               for r in rows.itertuples()]
+    return rows[["config", "baseline", "pairs", "difference", "low90", "high90", "margin", "p_tost"]].assign(
+        verdict=verdict).reset_index(drop=True)
+
+
+def registered(sweep_dir: Path | str) -> dict | None:
+    """The primary comparison the study's grid registers (`primary:` in its `grid.yaml`), or None."""
+    from debatekit.sweep.grid import load_grid, primary_comparison
+
+    path = Path(sweep_dir) / "grid.yaml"
+    return primary_comparison(load_grid(path)) if path.is_file() else None
+
+
+def margin_of(registration: dict | None) -> float:
+    """The equivalence margin the study states: its primary comparison's, else `paired.EQUIVALENCE_MARGIN`."""
+    return (registration or {}).get("margin") or pairing.EQUIVALENCE_MARGIN
+
+
+def resolve(name: str, available: list[str], last_rounds: dict[str, int] | None = None) -> str:
+    """The report's label for a configuration named in a grid: itself, or `X@t` as the debate run's
+    `X debate@t` (its own label `X` when t is its last round, `last_rounds[X]`) and `X@vote` as `X vote@1`.
+
+    Raises:
+        ValueError: no such configuration, naming the ones there are.
+    """
+    base, _, stage = name.partition("@")
+    wanted = [name] if not stage else [f"{base} vote@1"] if stage == "vote" else [f"{base} debate@{stage}", base]
+    found = next((w for w in wanted if w in available), None)
+    if found == base and stage and stage != "vote" and str((last_rounds or {}).get(base)) != stage:
+        found = None  # `X@5` of a run whose last round is not 5
+    if found is None:
+        raise ValueError(f"the study has no configuration {name!r}; it has {', '.join(available)}")
+    return found
+
+
+def primary(tables: analysis.Tables, labels: dict[str, str], registration: dict | None) -> pd.DataFrame:
+    """The registered comparison alone (a `paired` row, with its 90% interval and TOST at the study's
+    margin), empty when the grid registers none.
+
+    Raises:
+        ValueError: a configuration the study does not have.
+    """
+    if not registration:
+        return pd.DataFrame(columns=pairing.COLUMNS)
+    margin = margin_of(registration)
+    first = next(iter(labels.values()))
+    available = [first, *dict.fromkeys(distinct(paired(tables, labels, first, margin))["config"])]
+    last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
+    last_rounds = {labels[run]: int(top) for run, top in last.items() if run in labels}
+    config, against = (resolve(registration[k], available, last_rounds) for k in ("config", "against"))
+    rows = distinct(paired(tables, labels, against, margin))  # `X@3`, the run's last round, is the run `X`
+    return rows[rows["config"] == config].reset_index(drop=True)
+
+
+def holm(families: dict[str, pd.DataFrame], exclude: tuple[str, str] | None = None) -> dict[str, pd.DataFrame]:
+    """Each table with `p_holm`: its McNemar p adjusted by Holm's method (statsmodels) over the family of
+    every distinct comparison in all the tables (a pair met twice, either way round, counts once), but
+    `exclude` (the registered primary comparison, tested alone: its `p_holm` is NaN)."""
+    from statsmodels.stats.multitest import multipletests
+
+    def key(config: str, baseline: str) -> frozenset:
+        return frozenset((config, baseline))
+
+    skip = key(*exclude) if exclude else None
+    pvalues: dict[frozenset, float] = {}
+    for rows in families.values():
+        for r in rows.itertuples():
+            if key(r.config, r.baseline) != skip and pd.notna(r.p_mcnemar):
+                pvalues.setdefault(key(r.config, r.baseline), float(r.p_mcnemar))
+    adjusted = dict(zip(pvalues, multipletests(list(pvalues.values()), method="holm")[1])) if pvalues else {}
+    return {name: rows.assign(p_holm=[adjusted.get(key(r.config, r.baseline), float("nan"))
+                                      for r in rows.itertuples()]) for name, rows in families.items()}
+
+
+VOTES = ("self_consistency", DEBATE)
+"""Protocols whose answer is a majority vote, whose ties `ties` looks at."""
+
+
+def ties(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """Per configuration decided by a vote (self_consistency; the debate run's vote@1, debate@t and its
+    own answer): the share of its answered items where the vote tied, its accuracy under the rule the
+    runs used (a tie goes to the answer given first), the accuracy expected under a random tie-break
+    (a tie of k answers, one of them right, is right 1/k of the time: exact, no draws) and the lowest
+    and highest accuracy any tie-break gives."""
+    from debatekit.datasets.voting import answers_equal, majority, tied_answers
+
+    rounds, debates = tables.rounds, tables.debates
+    columns = ["config", "items", "tied", "accuracy", "random_tie_break", "lowest", "highest"]
+    if rounds.empty or debates.empty:
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for run in tables.runs.itertuples():
+        if run.protocol not in VOTES:
+            continue
+        mine = debates[(debates["run_id"] == run.run_id) & debates["status"].isin(("ok", "degraded"))]
+        said = rounds[rounds["run_id"] == run.run_id]
+        top = int(said["round"].max()) if len(said) else 0
+        stages = {labels[run.run_id]: top} if run.protocol != DEBATE else {
+            **{f"{labels[run.run_id]} {'vote@1' if t == 1 else f'debate@{t}'}": t for t in range(1, top)},
+            labels[run.run_id]: top}
+        by_debate = {d: g for d, g in said.groupby("debate_id")}
+        for config, stage in stages.items():
+            counts = {"first": 0.0, "random": 0.0, "low": 0.0, "high": 0.0, "tied": 0, "items": 0}
+            for d in mine.itertuples():
+                group = by_debate.get(d.debate_id)
+                if group is None:
+                    continue
+                reached = group[group["round"] <= stage]
+                last = reached[reached["round"] == reached["round"].max()]  # a debate that stopped keeps its last
+                order = sorted(range(len(last)), key=lambda i: (len(last["agent"].iloc[i]), last["agent"].iloc[i]))
+                answers = [last["answer"].iloc[i] for i in order]  # agent1 .. agent9, sample1 .. sample10
+                answers = [a for a in answers if a is not None and a == a]
+                tied = tied_answers(answers)
+                right = [answers_equal(a, d.truth) for a in tied]
+                first = bool(answers) and answers_equal(majority(answers), d.truth)
+                counts["items"] += 1
+                counts["first"] += first
+                counts["tied"] += len(tied) > 1
+                counts["random"] += sum(right) / len(tied) if tied else 0.0
+                counts["low"] += all(right) if tied else 0.0
+                counts["high"] += any(right)
+            n = counts["items"] or float("nan")
+            rows.append({"config": config, "items": counts["items"], "tied": counts["tied"] / n,
+                         "accuracy": counts["first"] / n, "random_tie_break": counts["random"] / n,
+                         "lowest": counts["low"] / n, "highest": counts["high"] / n})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def round_dynamics(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
@@ -215,19 +366,24 @@ def _was(rounds: pd.DataFrame, row) -> Any:
 ALPHA = 0.05
 
 
-def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.DataFrame, dataset: str,
-               agreement: float | None, against_reference: pd.DataFrame | None = None) -> str:
+def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, dataset: str, agreement: float | None,
+               against_reference: pd.DataFrame | None = None, primary_row: pd.DataFrame | None = None) -> str:
     """The study's conclusion in plain sentences, every number taken from the tables passed in.
 
-    `against_reference` (`paired` against self-consistency, the vote at the debate's budget) adds
-    the equal-cost question: each configuration but one agent against it, with both budgets as
+    `primary_row` (`primary`: the comparison the grid registers) comes first, tested alone at
+    `ALPHA`. `against_reference` (`paired` against self-consistency, the vote at the debate's budget)
+    adds the equal-cost question: each configuration but one agent against it, with both budgets as
     measured (completion tokens per item on the shared items).
 
-    A difference separates only where its bootstrap interval excludes zero *and* the exact McNemar
-    test rejects at `ALPHA`; where only the interval excludes zero, the sentence says so.
+    An exploratory difference separates only where its bootstrap interval excludes zero *and* the
+    exact McNemar test rejects at `ALPHA` after Holm's adjustment (`p_holm`, where the tables carry
+    it; the raw p otherwise); where only the interval excludes zero, the sentence says so. A
+    comparison that does not separate says what its 90% interval rules out against the margin.
     """
     def say(row) -> str:
-        return (f"{row.difference:+.2f} [{row.low:+.2f}, {row.high:+.2f}], McNemar p = {row.p_mcnemar:.2g}, "
+        holm = getattr(row, "p_holm", float("nan"))
+        adjusted = f", Holm p = {holm:.2g}" if pd.notna(holm) else ""
+        return (f"{row.difference:+.2f} [{row.low:+.2f}, {row.high:+.2f}], McNemar p = {row.p_mcnemar:.2g}{adjusted}, "
                 f"{row.pairs} items")
 
     def verdict(row, up: str, down: str, neither: str, what: str) -> str:
@@ -237,6 +393,13 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
         return f"{side} {what}" + ("" if _separates(row) else " by its interval only, not by the exact test")
 
     lines = []
+    registered_pairs = set()
+    for r in (primary_row if primary_row is not None else pd.DataFrame()).itertuples():
+        registered_pairs.add((r.config, r.baseline))
+        v = verdict(r, "above", "below", "not separable from", r.baseline)
+        lines.append(f"- Primary comparison (registered in the grid, tested alone): {r.config} is {v} "
+                     f"({r.difference:+.2f} [{r.low:+.2f}, {r.high:+.2f}], McNemar p = {r.p_mcnemar:.2g}, "
+                     f"{r.pairs} items); {_equivalence(r)}.")
     for r in distinct(against_single).itertuples():
         lines.append(f"- {r.config}: {verdict(r, 'above', 'below', 'not separable from', 'one agent')} ({say(r)}).")
     for r in inner.itertuples():
@@ -244,12 +407,12 @@ def conclusion(against_single: pd.DataFrame, inner: pd.DataFrame, limits: pd.Dat
             v = verdict(r, "adds to", "takes from", "does not separate from", "the round-1 majority vote")
             lines.append(f"- Inside the debate run, {r.config} {v} ({say(r)}).")
     for r in distinct(against_reference if against_reference is not None else pd.DataFrame()).itertuples():
-        if r.config == "single" or not r.pairs > 0:
-            continue
+        if r.config == "single" or not r.pairs > 0 or (r.config, r.baseline) in registered_pairs:
+            continue  # one agent is no equal-cost rival; the primary comparison was said first
         v = verdict(r, "above", "below", "not separable from", r.baseline)
         lines.append(f"- Against {r.baseline}{_tokens(r.baseline_completion_tokens, ' per item')}, {r.config}"
                      f"{_cost_share(r)} is {v} ({say(r)}).")
-    lines += _what_nulls_rule_out(against_single, limits)
+    lines += _what_nulls_rule_out(against_single)
     if agreement is not None:
         lines.append(f"- The three agents gave the same round-1 answer on {agreement:.0%} of items: there the vote is "
                      f"one agent repeated.")
@@ -285,35 +448,31 @@ def _cost_share(row) -> str:
 
 
 def _separates(row) -> bool:
-    """The interval excludes zero and the exact test rejects."""
-    return (row.low > 0 or row.high < 0) and row.p_mcnemar < ALPHA
+    """The interval excludes zero and the exact test rejects (after Holm's adjustment where the row has it)."""
+    holm = getattr(row, "p_holm", float("nan"))
+    return (row.low > 0 or row.high < 0) and (holm if pd.notna(holm) else row.p_mcnemar) < ALPHA
 
 
-def _what_nulls_rule_out(against_single: pd.DataFrame, limits: pd.DataFrame) -> list[str]:
-    """How many comparisons with one agent did not separate, and which true differences the ones whose
-    interval holds zero rule out (`limits`: `rules_out` of the same comparisons)."""
+def _equivalence(row) -> str:
+    """What a comparison's 90% interval says against its margin (TOST)."""
+    if not pd.notna(getattr(row, "low90", float("nan"))):
+        return "no interval to test equivalence on"
+    where = f"90% interval [{row.low90:+.2f}, {row.high90:+.2f}]"
+    if row.p_tost < ALPHA:
+        return f"{where}: equivalent within +-{row.margin:.2f} (TOST p = {row.p_tost:.2g})"
+    return f"{where}: not shown equivalent within +-{row.margin:.2f} (TOST p = {row.p_tost:.2g})"
+
+
+def _what_nulls_rule_out(against_single: pd.DataFrame) -> list[str]:
+    """How many comparisons with one agent did not separate, and what the 90% interval of each whose
+    95% interval holds zero rules out against the margin (TOST)."""
     rows = list(distinct(against_single).itertuples())
-    nulls = [r.config for r in rows if not _separates(r)]
+    nulls = [r for r in rows if not _separates(r)]
     if not nulls:
         return []
     line = (f"- None of the {len(rows)} comparisons with one agent separates." if len(nulls) == len(rows)
             else f"- {len(nulls)} of {len(rows)} comparisons with one agent do not separate.")
-    flat = {r.config for r in rows if r.low <= 0 <= r.high}  # the interval-only ones are not nulls to bound
-    bounds = limits[limits["config"].isin(flat)]
-    bounded, unbounded = bounds[bounds["detectable"].notna()], bounds[bounds["detectable"].isna()]
-    if len(bounded):
-        low, high = f"{bounded['detectable'].min():.2f}", f"{bounded['detectable'].max():.2f}"
-        which = "The one whose interval holds zero" if len(bounded) == 1 else f"The {len(bounded)} whose interval holds zero"
-        line += (f" {which}, on {_counts(bounded['pairs'])} items, rule{'s' if len(bounded) == 1 else ''} out true "
-                 f"differences of {low if low == high else f'{low} to {high}'} or more (80% power at the "
-                 f"discordance {'it' if len(bounded) == 1 else 'each'} showed); smaller ones stay possible.")
-    if len(unbounded):
-        verb = "rules" if len(unbounded) == 1 else "rule"
-        line += (f" {' and '.join(unbounded['config'])}, on {_counts(unbounded['pairs'])} items, {verb} out no "
-                 f"difference yet (too few items where the two sides differ).")
+    flat = [r for r in nulls if r.low <= 0 <= r.high]  # the interval-only ones are not nulls to bound
+    if flat:
+        line += " What each rules out: " + "; ".join(f"{r.config}, {_equivalence(r)}" for r in flat) + "."
     return [line]
-
-
-def _counts(pairs: pd.Series) -> str:
-    values = sorted({int(v) for v in pairs})
-    return " or ".join(map(str, values)) if len(values) <= 2 else f"{values[0]} to {values[-1]}"

@@ -8,7 +8,7 @@
     seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
     compare(tables, baseline="single")   # paired differences against a baseline (debatekit.analysis.paired)
     decomposition(tables)                # one society_of_mind run as single, vote and debate (debatekit.analysis.decompose)
-    detectable_difference(n=100, discordance=0.25)  # what a null result rules out (debatekit.analysis.power)
+    detectable_difference(n=100, discordance=0.25)  # planning: what 100 items could detect (debatekit.analysis.power)
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ decimals, case-insensitive for text), majority vote, agreement."""
 from __future__ import annotations
 
 import math
+import random
 from collections import Counter
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
@@ -55,14 +56,31 @@ def answers_equal(a: Any, b: Any) -> bool:
     return x == y
 
 
-def majority(answers: Iterable[Any]) -> Any:
-    """The most common non-missing answer; ties go to the answer seen first. None if none."""
+def majority(answers: Iterable[Any], tie_break: str | None = None) -> Any:
+    """The most common non-missing answer, None if none. A tie goes to the answer seen first (agent 1,
+    sample 1: the rule every committed run used), or, with `tie_break` (a seed: any text), to one of
+    the tied answers drawn by a `random.Random(tie_break)`, the same draw every time for one seed."""
     present = [a for a in answers if a is not None]
     if not present:
         return None
+    tied = tied_answers(present)
+    if tie_break is None or len(tied) == 1:
+        return tied[0]
+    return random.Random(tie_break).choice(tied)
+
+
+def tied_answers(answers: Iterable[Any]) -> list[Any]:
+    """The answers that share the largest count (one of each, in the order first seen); [] if none."""
+    present = [a for a in answers if a is not None]
     counts = Counter(normalize(a) for a in present)
-    best = max(counts.values())
-    return next(a for a in present if counts[normalize(a)] == best)
+    best = max(counts.values(), default=0)
+    out, seen = [], set()
+    for a in present:
+        key = normalize(a)
+        if counts[key] == best and key not in seen:
+            seen.add(key)
+            out.append(a)
+    return out
 
 
 def agreement_rate(answers: Sequence[Any]) -> float | None:

@@ -7,7 +7,7 @@ from typing import Annotated
 from pydantic import Field
 
 from debatekit.datasets.voting import agreement_rate, majority
-from debatekit.engine import Outcome
+from debatekit.engine import Outcome, TieBreak, tie_seed
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
 from debatekit.registry import protocol
 
@@ -31,8 +31,12 @@ def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format:
 
 @protocol("self_consistency", paper="Wang et al. 2022", baseline="equal_budget", short="SC")
 def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: float = 0.7,
-                     answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT):
-    """k independent samples of one agent, majority vote (Wang et al. 2022)."""
+                     answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
+                     tie_break: TieBreak = "first"):
+    """k independent samples of one agent, majority vote (Wang et al. 2022).
+
+    A tie goes to the first sample's answer, or with `tie_break="random"` to one drawn with the run's
+    seed and the item."""
 
     async def run(item, debate):
         spec = spec_for(item, answer, answer_format)
@@ -44,7 +48,7 @@ def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: floa
         debate.record_round(1, answers)
         debate.stop_reason = "max_rounds"
         rate = agreement_rate(list(answers.values()))
-        return Outcome(final_answer=majority(answers.values()), converged=rate == 1.0,
+        return Outcome(final_answer=majority(answers.values(), tie_seed(tie_break, debate, item)), converged=rate == 1.0,
                        output={"agreement": rate})
 
     return run

@@ -3,7 +3,8 @@
 N agents answer independently (`agents`: how many, named agent1..N, or their names); in each next
 round every agent reads the previous answers of the agents its `topology` lets it read and
 revises its own, keeping its own conversation. The final answer is the majority vote of the last
-round. The debate stops early when all agents agree (configurable).
+round (a tie to the first agent's answer unless `tie_break` is "random"). The debate stops early
+when all agents agree (configurable).
 
 `topology` (Li et al. 2024, "Improving Multi-Agent Debate with Sparse Communication Topology")
 decides who reads whom: `full` (every other agent, Du et al.'s debate and the default), `ring`
@@ -32,7 +33,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, PlainValidator
 
 from debatekit.datasets.voting import agreement_rate, majority
-from debatekit.engine import Outcome, agreement
+from debatekit.engine import Outcome, TieBreak, agreement, tie_seed
 from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
                                                 spec_for)
 from debatekit.protocols.shared.topology import Topology, resolve
@@ -84,8 +85,12 @@ def society_of_mind(
     personas: list[str] = [],
     models: Models = [],
     topology: Topology = "full",
+    tie_break: TieBreak = "first",
 ):
-    """N agents answer, then revise after reading each other's answers; majority vote."""
+    """N agents answer, then revise after reading each other's answers; majority vote.
+
+    A tie goes to the first agent's answer, or with `tie_break="random"` to one drawn with the run's
+    seed and the item."""
     names = agent_names(agents)
     reads = resolve(topology, names, "society_of_mind")
     persona = {name: personas[i % len(personas)] if personas else None for i, name in enumerate(names)}
@@ -119,7 +124,8 @@ def society_of_mind(
         final_round = next((r for r in reversed(debate.history) if any(
             a is not None for a in r.answers.values())), None)
         answers = list(final_round.answers.values()) if final_round else []
-        return Outcome(final_answer=majority(answers), converged=agreement_rate(answers) == 1.0,
+        return Outcome(final_answer=majority(answers, tie_seed(tie_break, debate, item)),
+                       converged=agreement_rate(answers) == 1.0,
                        output={"answers": final_round.answers if final_round else {}, "topology": reads})
 
     return run

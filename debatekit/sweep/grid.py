@@ -19,6 +19,9 @@ SPEED_ONLY = {"concurrency"}
 them out of a run's configuration hash too): left out of a point's hash and name, so that a
 grid may raise them part way through and its points keep their folders and finished runs."""
 GRID_KEYS = {"parameters", "grid", "points"}
+STUDY_KEYS = {"primary"}
+"""Top-level keys a study's grid may hold besides its points: `primary`, the one comparison it
+registers (`primary_comparison`); they make no point."""
 
 
 class SweepError(ValueError):
@@ -104,9 +107,10 @@ def expand_grid(grid: dict) -> list[Point]:
     """
     if not GRID_KEYS & set(grid):
         grid = {"grid": grid}
-    unknown = sorted(set(grid) - GRID_KEYS)
+    unknown = sorted(set(grid) - GRID_KEYS - STUDY_KEYS)
     if unknown:
-        raise SweepError(f"grid has unknown key(s) {', '.join(unknown)}; use parameters, grid, points")
+        raise SweepError(f"grid has unknown key(s) {', '.join(unknown)}; use parameters, grid, points, primary")
+    primary_comparison(grid)  # a malformed `primary` is refused before any point runs
     fixed, axes, explicit = grid.get("parameters") or {}, grid.get("grid") or {}, grid.get("points") or []
     if not isinstance(fixed, dict) or not isinstance(axes, dict) or not isinstance(explicit, list):
         raise SweepError("grid: `parameters` and `grid` must be mappings, `points` a list of mappings")
@@ -146,3 +150,31 @@ def point_id(parameters: dict, varying: Iterable[str]) -> str:
     name = "-".join(parts)
     name = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:80]
     return f"{name}-{params_hash(parameters)}" if name else params_hash(parameters)
+
+
+def primary_comparison(grid: dict) -> dict | None:
+    """A grid's registered primary comparison: `{"config": ..., "against": ..., "margin": ...}`, or None.
+
+        primary: {config: society_of_mind@3, against: self_consistency, margin: 0.10}
+
+    `config` and `against` name configurations as the study report labels them (a protocol, or
+    `society_of_mind@3`: the debate run's majority after round 3; `society_of_mind@vote`: its round-1
+    vote); `margin` is the equivalence margin of the report's TOSTs (None: `paired.EQUIVALENCE_MARGIN`).
+
+    Raises:
+        SweepError: `primary` is not such a mapping.
+    """
+    primary = grid.get("primary")
+    if primary is None:
+        return None
+    if not isinstance(primary, dict) or not {"config", "against"} <= set(primary) or set(primary) - {"config", "against",
+                                                                                                    "margin"}:
+        raise SweepError("grid: `primary` must be a mapping with `config` and `against` (and optionally `margin`), "
+                         "e.g. {config: society_of_mind@3, against: self_consistency}")
+    names = [primary["config"], primary["against"]]
+    if not all(isinstance(n, str) and n.strip() for n in names) or names[0] == names[1]:
+        raise SweepError("grid: `primary.config` and `primary.against` must name two different configurations")
+    margin = primary.get("margin")
+    if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < 1):
+        raise SweepError(f"grid: `primary.margin` must be a number between 0 and 1, got {margin!r}")
+    return {"config": names[0].strip(), "against": names[1].strip(), "margin": None if margin is None else float(margin)}

@@ -67,12 +67,12 @@ def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_
     assert costs.loc["single", "calls"] == 1 and costs.loc["society_of_mind", "calls"] == 6
     assert costs["pareto"].any()
     against = study.paired(tables, labels, "single")
-    limits = study.rules_out(against)
+    limits = study.rules_out(against)  # a planning tool, no longer part of the conclusion
     assert set(limits.columns) >= {"discordance", "detectable", "items_for_5_points"}
     picks = study.turning_points(tables)
     assert picks["fixed"]["item_id"] == "q3" and picks["broke"] is None
     assert any("wrong to right" in c for c in picks["fixed"]["changes"])
-    text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0)
+    text = study.conclusion(against, study.decomposition(tables), "items", 0.0)
     assert text.startswith("On items:") and "- society_of_mind: " in text and "vote@1" in text
     # 2 rounds: the run's answer is debate@2, said once, and counted once among the comparisons
     assert "society_of_mind debate@2" not in text and "Inside the debate run, debate@2" in text
@@ -80,7 +80,7 @@ def test_costs_rules_out_turning_points_and_conclusion_come_from_the_runs(sweep_
     assert "Against self_consistency" not in text
     # at equal cost: each configuration but one agent against self-consistency, both budgets measured
     against_sc = study.paired(tables, labels, "self_consistency")
-    text = study.conclusion(against, study.decomposition(tables), limits, "items", 0.0, against_sc)
+    text = study.conclusion(against, study.decomposition(tables), "items", 0.0, against_sc)
     rows = against_sc.set_index("config")
     debate, vote = rows.loc["society_of_mind"], rows.loc["society_of_mind vote@1"]
     sc_tokens = f"{debate.baseline_completion_tokens:,.0f}"
@@ -103,8 +103,8 @@ def test_the_equal_cost_sentence_survives_missing_token_counts_and_says_a_separa
                baseline_accuracy=0.6, difference=0.2, low=0.1, high=0.3, only_config=22, only_baseline=2,
                p_mcnemar=1e-5, completion_tokens=900.0, baseline_completion_tokens=0.0)
     nothing = pd.DataFrame(columns=["config"])
-    text = study.conclusion(nothing, nothing.assign(baseline=[]), pd.DataFrame(columns=["config", "detectable", "pairs"]),
-                            "x", None, pd.DataFrame([row, {**row, "config": "chateval", "pairs": 0}]))
+    text = study.conclusion(nothing, nothing.assign(baseline=[]), "x", None,
+                            pd.DataFrame([row, {**row, "config": "chateval", "pairs": 0}]))
     # a provider that reports no usage: no share, no division by zero; no shared item: no sentence
     assert text.splitlines()[1:] == ["- Against self_consistency, mad is above self_consistency "
                                      "(+0.20 [+0.10, +0.30], McNemar p = 1e-05, 100 items)."]
@@ -155,12 +155,17 @@ def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_ne
         "parameters": {"dataset": str(data), "model": "scripted/schema", "limit": 3},
         "points": [{"protocol": "single"},
                    {"protocol": "society_of_mind", "agents": 3, "rounds": 2, "stop_on_agreement": False},
-                   {"protocol": "self_consistency", "samples": 3}]}))
+                   {"protocol": "self_consistency", "samples": 3}],
+        "primary": {"config": "society_of_mind@2", "against": "self_consistency", "margin": 0.2}}))
     assert cli.main(["study", str(grid), "--quiet"]) == 0
     notebook, html = folder / "study.ipynb", folder / "report.html"
     assert notebook.exists() and (folder / "summary.parquet").exists()
     page = html.read_text()
     assert "Debate or vote" in page and "vote@1" in page and "On " in page and "plotly" in page
+    # the registered comparison first and alone; Holm-adjusted p beside the raw; ties; the margin stated
+    conclusion = _conclusion(notebook).splitlines()
+    assert conclusion[1].startswith("- Primary comparison (registered in the grid, tested alone): society_of_mind is ")
+    assert "+-0.20" in conclusion[1] and "p_holm" in page and "Ties in a vote" in page and "random_tie_break" in page
     first = _conclusion(notebook)
     injected = next(c for c in json.loads(notebook.read_text())["cells"]
                     if "injected-parameters" in c["metadata"].get("tags", []))
@@ -191,26 +196,35 @@ def _conclusion(notebook: Path) -> str:
 
 
 def test_the_conclusion_says_separates_only_where_interval_and_exact_test_agree():
-    cols = ["config", "baseline", "pairs", "difference", "low", "high", "p_mcnemar"]
-    against = pd.DataFrame([["both", "single", 100, 0.15, 0.05, 0.25, 0.01],
-                            ["interval only", "single", 60, 0.10, 0.02, 0.20, 0.07],
-                            ["neither", "single", 60, 0.00, -0.10, 0.10, 1.0],
-                            ["few", "single", 10, 0.10, 0.00, 0.30, 1.0]], columns=cols)
-    inner = pd.DataFrame([["debate@3", "vote@1", 60, -0.12, -0.20, -0.04, 0.02]], columns=cols)
-    limits = pd.DataFrame({"config": ["both", "interval only", "neither", "few"], "baseline": "single",
-                           "pairs": [100, 60, 60, 10], "detectable": [0.1, 0.13, 0.16, None]})
-    lines = study.conclusion(against, inner, limits, "gsm8k", 0.5).splitlines()
+    cols = ["config", "baseline", "pairs", "difference", "low", "high", "p_mcnemar", "low90", "high90", "margin",
+            "p_tost"]
+    against = pd.DataFrame([["both", "single", 100, 0.15, 0.05, 0.25, 0.01, 0.07, 0.23, 0.1, 0.9],
+                            ["interval only", "single", 60, 0.10, 0.02, 0.20, 0.07, 0.03, 0.18, 0.1, 0.5],
+                            ["neither", "single", 60, 0.00, -0.10, 0.10, 1.0, -0.08, 0.08, 0.1, 0.03],
+                            ["few", "single", 10, 0.10, 0.00, 0.30, 1.0, -0.02, 0.25, 0.1, 0.8]], columns=cols)
+    inner = pd.DataFrame([["debate@3", "vote@1", 60, -0.12, -0.20, -0.04, 0.02, -0.18, -0.06, 0.1, 0.6]], columns=cols)
+    lines = study.conclusion(against, inner, "gsm8k", 0.5).splitlines()
     assert lines[1].startswith("- both: above one agent (+0.15 [+0.05, +0.25], McNemar p = 0.01, 100 items)")
     assert lines[2].startswith("- interval only: above one agent by its interval only, not by the exact test (")
     assert lines[3].startswith("- neither: not separable from one agent (")
     assert lines[5] == ("- Inside the debate run, debate@3 takes from the round-1 majority vote "
                         "(-0.12 [-0.20, -0.04], McNemar p = 0.02, 60 items).")
-    # the two on 60 items bound what they missed; the one on 10 bounds nothing; the one that separated is not a null
-    # the interval-only one is no null to bound: only `neither` (60 items) is; `few` (10) bounds nothing
-    assert lines[6] == ("- 3 of 4 comparisons with one agent do not separate. The one whose interval holds zero, "
-                        "on 60 items, rules out true differences of 0.16 or more (80% power at the discordance it "
-                        "showed); smaller ones stay possible. few, on 10 items, rules out no difference yet "
-                        "(too few items where the two sides differ).")
+    # the interval-only one is no null to bound; the two whose 95% interval holds zero say what their
+    # 90% interval rules out against the margin
+    assert lines[6] == ("- 3 of 4 comparisons with one agent do not separate. What each rules out: neither, 90% "
+                        "interval [-0.08, +0.08]: equivalent within +-0.10 (TOST p = 0.03); few, 90% interval "
+                        "[-0.02, +0.25]: not shown equivalent within +-0.10 (TOST p = 0.8).")
+    # with Holm-adjusted p-values the exact test is read adjusted; the primary comparison comes first, alone
+    adjusted = against.assign(p_holm=[0.04, 0.21, 1.0, 1.0])
+    primary = against.iloc[[0]].assign(config="society_of_mind", baseline="self_consistency")
+    lines = study.conclusion(adjusted.assign(p_holm=[0.06, 0.21, 1.0, 1.0]), inner, "gsm8k", None,
+                             primary_row=primary).splitlines()
+    assert lines[1] == ("- Primary comparison (registered in the grid, tested alone): society_of_mind is above "
+                        "self_consistency (+0.15 [+0.05, +0.25], McNemar p = 0.01, 100 items); 90% interval "
+                        "[+0.07, +0.23]: not shown equivalent within +-0.10 (TOST p = 0.9).")
+    assert lines[2] == ("- both: above one agent by its interval only, not by the exact test (+0.15 [+0.05, +0.25], "
+                        "McNemar p = 0.01, Holm p = 0.06, 100 items).")
+    assert study.conclusion(adjusted, inner, "gsm8k", None).splitlines()[1].startswith("- both: above one agent (")
 
 
 def test_turning_point_answers_print_as_the_model_wrote_them():
