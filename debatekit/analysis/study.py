@@ -123,15 +123,45 @@ def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     return tables.debates.assign(config=tables.debates["run_id"].map(labels))
 
 
-def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str,
-           margin: float = pairing.EQUIVALENCE_MARGIN) -> pd.DataFrame:
-    """Every configuration against `baseline` on the items both answered (`paired.compare` rows),
-    with the decomposition's vote@1 and debate@t added as configurations when a debate run is there."""
+def arms(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """One row per configuration, item and seed: correct, status, completion tokens; the debate run's
+    vote@1 and debate@t are configurations of their own (`X vote@1`, `X debate@t`)."""
     frame = labelled(tables, labels)[["config", "item_id", "seed", "correct", "status", "completion_tokens"]]
     parts = decompose.decompose(tables)
     if not parts.empty:
         extra = parts[parts["config"] != "single"].assign(config=lambda f: f["config"].map(lambda c: f"{DEBATE} {c}"))
         frame = pd.concat([frame, extra[frame.columns]], ignore_index=True)
+    return frame
+
+
+def primary_pairs(tables: analysis.Tables, labels: dict[str, str], registration: dict) -> pd.DataFrame:
+    """The items both sides of the registered comparison answered: item_id, and whether `config` and
+    `against` got each right (bools), in the order the debates were recorded.
+
+    Raises:
+        ValueError: a configuration the study does not have.
+    """
+    frame = arms(tables, labels)
+    last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
+    last_rounds = {labels[run]: int(top) for run, top in last.items() if run in labels}
+    available = list(dict.fromkeys(frame["config"]))
+    # `X debate@t` of a run's last round is the run `X` itself (as `distinct` shows it)
+    shown = [c for c in available
+             if not (" debate@" in c and str(last_rounds.get(c.split(" debate@")[0])) == c.rsplit("@", 1)[1])]
+    config, against = (resolve(registration[k], shown, last_rounds) for k in ("config", "against"))
+    answered = frame[frame["status"].isin(("ok", "degraded"))]
+    sides = {name: answered[answered["config"] == label].drop_duplicates("item_id", keep="last")
+             .set_index("item_id")["correct"].eq(True) for name, label in (("config", config), ("against", against))}
+    both = sides["config"].index.intersection(sides["against"].index, sort=False)
+    return pd.DataFrame({"item_id": list(both), "config": sides["config"].loc[both].to_numpy(),
+                         "against": sides["against"].loc[both].to_numpy()})
+
+
+def paired(tables: analysis.Tables, labels: dict[str, str], baseline: str,
+           margin: float = pairing.EQUIVALENCE_MARGIN) -> pd.DataFrame:
+    """Every configuration against `baseline` on the items both answered (`paired.compare` rows),
+    with the decomposition's vote@1 and debate@t added as configurations when a debate run is there."""
+    frame = arms(tables, labels)
     if baseline not in set(frame["config"]):
         return pd.DataFrame(columns=pairing.COLUMNS)
     return pairing.compare(frame, baseline=baseline, by="config", margin=margin)
@@ -191,11 +221,23 @@ def equivalence(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def registered(sweep_dir: Path | str) -> dict | None:
-    """The primary comparison the study's grid registers (`primary:` in its `grid.yaml`), or None."""
-    from debatekit.sweep.grid import load_grid, primary_comparison
+    """The primary comparison the study's grid names (`primary:` in its `grid.yaml`, or its `plan`'s), or None."""
+    from debatekit.sweep.grid import load_grid, primary_comparison, study_plan
 
     path = Path(sweep_dir) / "grid.yaml"
-    return primary_comparison(load_grid(path)) if path.is_file() else None
+    if not path.is_file():
+        return None
+    grid = load_grid(path)
+    plan = study_plan(grid)
+    return plan["primary"] if plan else primary_comparison(grid)
+
+
+def plan_of(sweep_dir: Path | str) -> dict | None:
+    """The sequential plan of the study's grid (`plan:` in its `grid.yaml`), or None."""
+    from debatekit.sweep.grid import load_grid, study_plan
+
+    path = Path(sweep_dir) / "grid.yaml"
+    return study_plan(load_grid(path)) if path.is_file() else None
 
 
 def margin_of(registration: dict | None) -> float:

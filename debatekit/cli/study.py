@@ -41,6 +41,8 @@ def add(subparsers) -> dict:
     p.add_argument("--report-only", action="store_true",
                    help="run no model: write the study notebook and report over the runs as they stand, "
                         "and the sweep's tables over its complete points")
+    p.add_argument("--register", action="store_true",
+                   help="register the grid's `plan` (registration.json beside it) before any point runs; run nothing")
     return {"study": run}
 
 
@@ -57,6 +59,13 @@ def run(args) -> int:
 
         print(progress.describe(progress.progress(grid, out)))
         return 0
+    if args.register:
+        from debatekit.sweep import plan as planning
+
+        record = planning.register(grid, out)
+        print(f"registered the plan of {grid} (sha256 {record['plan_sha256'][:12]}, commit "
+              f"{(record['git_commit'] or 'unknown')[:7]}) in {grid.parent / planning.REGISTRATION}; nothing run")
+        return 0
     need("papermill", "notebooks", "debatekit study")
     if args.report_only:
         if (out / "sweep.json").exists():  # a point finished since the sweep last ended is counted too
@@ -64,15 +73,25 @@ def run(args) -> int:
         notebook = write_study(out, png=args.png)
         print(f"study notebook {notebook}; report {out / 'report.html'} (no point run)")
         return 0
-    try:
-        result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
-                                 progress=not args.quiet, retry_degraded=args.retry_degraded)
-    except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: a study resumes by its own command, not --resume
-        from debatekit._base import signals
+    from debatekit.sweep.grid import load_grid, study_plan
 
-        print(f"debatekit: study stopped; complete points and finished debates are kept in {out}: run the same "
-              f"`debatekit study` command again to continue", file=sys.stderr)
-        return signals.exit_status(exc)
+    plan = study_plan(load_grid(grid))
+    if plan is not None:
+        say_registration(grid)
+    for look, extent in enumerate(plan["looks"] if plan else [None], start=1):
+        try:
+            result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
+                                     progress=not args.quiet, retry_degraded=args.retry_degraded, extent=extent)
+        except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: a study resumes by its own command, not --resume
+            from debatekit._base import signals
+
+            print(f"debatekit: study stopped; complete points and finished debates are kept in {out}: run the same "
+                  f"`debatekit study` command again to continue", file=sys.stderr)
+            return signals.exit_status(exc)
+        if result.failed or result.drained or plan is None:
+            break
+        if decided(out, plan, look):
+            break
     pack_complete(grid, out)
     for r in result.failed:
         print(visible(f"FAILED {r.point_id}: {r.error}\n  notebook: {r.notebook}"), file=sys.stderr)
@@ -88,6 +107,30 @@ def run(args) -> int:
     notebook = write_study(out, png=args.png)
     print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")
     return 0
+
+
+def say_registration(grid: Path) -> None:
+    """One line on stderr when the plan was not registered, and one per way it changed since it was."""
+    from debatekit.sweep import plan as planning
+
+    if planning.registration(grid) is None:
+        print(f"debatekit: the plan of {grid} is not registered (`debatekit study {grid} --register` before any "
+              "point runs); the report will say so", file=sys.stderr)
+    for line in planning.deviations(grid):
+        print(f"debatekit: the plan deviates from its registration: {line}", file=sys.stderr)
+
+
+def decided(out: Path, plan: dict, look: int) -> bool:
+    """Test the primary comparison at this look, record it in looks.json, say it; True when it decides."""
+    from debatekit.sweep import plan as planning
+
+    found = planning.evaluate(out, plan, look)
+    planning.record_look(out, found, plan)
+    primary = plan["primary"]
+    print(f"look {look} of {len(plan['looks'])} ({found.pairs} items): {primary['config']} - {primary['against']} "
+          f"{found.difference:+.2f}, z {found.z:+.2f} (boundary {found.efficacy_boundary:.2f}), TOST "
+          f"{min(found.tost_low, found.tost_high):.2f} (boundary {found.equivalence_boundary:.2f}): {found.decision}")
+    return found.decision in ("different", "equivalent")
 
 
 def pack_complete(grid: Path, out: Path) -> None:

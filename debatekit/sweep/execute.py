@@ -21,7 +21,7 @@ from debatekit._base.signals import DRAIN_FILE, die_with_parent, stop_process_tr
 from debatekit._base.terminal import visible
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
-from debatekit.sweep.point import degraded_debates, is_complete_sidecar, stamp, unanswered_debates
+from debatekit.sweep.point import degraded_debates, is_complete_sidecar, items_done, stamp, unanswered_debates
 from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
 
@@ -155,7 +155,7 @@ def sweep_lock(out: Path) -> Iterator[None]:
 def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *, workers: int = 1,
               executor: Executor | str = "local", progress: bool = True, kernel_name: str | None = None,
               cell_timeout: float | None = None, retry_degraded: bool = False,
-              confirm: Callable[[int, int, float | None], bool] | None = None) -> SweepResult:
+              confirm: Callable[[int, int, float | None], bool] | None = None, extent: int | None = None) -> SweepResult:
     """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
 
     Args:
@@ -173,6 +173,9 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             notebook must declare the parameter (run_debate.ipynb does), degraded debates or not.
         confirm: called with (points to run, points complete, estimated seconds or None) once every point
             is checked and before any runs; False ends the sweep with a SweepError, nothing started.
+        extent: run each point only this far (a look of a study's plan): its notebook's `limit` is
+            this, a point is complete once its run has this many items, and a later sweep with a larger
+            extent resumes it; the point's id and digest stay its grid's (its `limit` the plan's last look).
 
     Returns:
         The points, one `PointResult` each (failed ones carry the failing cell), and the summary table.
@@ -202,8 +205,11 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             args = _notebook_args(point, declared, out, base)
             if retry_degraded:
                 args["retry_degraded"] = True
-            complete = is_complete(out, point)
             sidecar = out / f"{point.id}.json"
+            complete = is_complete(out, point)
+            if extent is not None:
+                args["limit"] = extent
+                complete = complete and items_done(sidecar) >= extent
             # a complete point with unanswered debates is run again (it resumes: only those are retried)
             if complete and not unanswered_debates(sidecar) and not (retry_degraded and degraded_debates(sidecar)):
                 results.append(PointResult(point.id, "skipped", str(out / f"{point.id}.ipynb")))

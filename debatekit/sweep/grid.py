@@ -19,9 +19,12 @@ SPEED_ONLY = {"concurrency"}
 them out of a run's configuration hash too): left out of a point's hash and name, so that a
 grid may raise them part way through and its points keep their folders and finished runs."""
 GRID_KEYS = {"parameters", "grid", "points"}
-STUDY_KEYS = {"primary"}
+STUDY_KEYS = {"primary", "plan"}
 """Top-level keys a study's grid may hold besides its points: `primary`, the one comparison it
-registers (`primary_comparison`); they make no point."""
+reports first (`primary_comparison`), and `plan`, the sequential plan it registers (`study_plan`);
+they make no point."""
+STOPPING = {"lan-demets-obrien-fleming"}
+"""The stopping rules a plan may name (`debatekit.analysis.sequential`)."""
 
 
 class SweepError(ValueError):
@@ -110,7 +113,8 @@ def expand_grid(grid: dict) -> list[Point]:
     unknown = sorted(set(grid) - GRID_KEYS - STUDY_KEYS)
     if unknown:
         raise SweepError(f"grid has unknown key(s) {', '.join(unknown)}; use parameters, grid, points, primary")
-    primary_comparison(grid)  # a malformed `primary` is refused before any point runs
+    primary_comparison(grid)  # a malformed `primary` or `plan` is refused before any point runs
+    plan = study_plan(grid)
     fixed, axes, explicit = grid.get("parameters") or {}, grid.get("grid") or {}, grid.get("points") or []
     if not isinstance(fixed, dict) or not isinstance(axes, dict) or not isinstance(explicit, list):
         raise SweepError("grid: `parameters` and `grid` must be mappings, `points` a list of mappings")
@@ -133,6 +137,11 @@ def expand_grid(grid: dict) -> list[Point]:
         points.append({**fixed, **extra})
     if not points:
         raise SweepError("the grid has no points: give `grid` lists with at least one value each, or `points`")
+    if plan is not None:  # each point runs up to the plan's last look; the looks set how far it has got
+        wrong = sorted({p["limit"] for p in points if p.get("limit") not in (None, plan["max_items"])}, key=str)
+        if wrong:
+            raise SweepError(f"grid: a point's limit {wrong[0]!r} is not the plan's max_items {plan['max_items']}")
+        points = [{**p, "limit": plan["max_items"]} for p in points]
     unique = list({params_hash(p): p for p in points}.values())
     varying = [k for k in dict.fromkeys(k for p in unique for k in p)
                if k not in SPEED_ONLY and len({json.dumps(p.get(k), sort_keys=True, default=str) for p in unique}) > 1]
@@ -178,3 +187,51 @@ def primary_comparison(grid: dict) -> dict | None:
     if margin is not None and (isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 < margin < 1):
         raise SweepError(f"grid: `primary.margin` must be a number between 0 and 1, got {margin!r}")
     return {"config": names[0].strip(), "against": names[1].strip(), "margin": None if margin is None else float(margin)}
+
+
+def study_plan(grid: dict) -> dict | None:
+    """A grid's sequential plan, checked and complete, or None:
+
+        plan:
+          primary: {config: society_of_mind@3, against: self_consistency}
+          alpha: 0.05
+          margin: 0.10
+          looks: [50, 100, 150]        # items per point at each look; the last is max_items
+          stopping: lan-demets-obrien-fleming
+
+    The endpoint is the paired accuracy difference of the primary comparison (the grid's
+    `primary`, if it has one, must be the plan's). `max_items` (the last look, unless given) is each
+    point's `limit`.
+
+    Raises:
+        SweepError: a malformed plan, naming what is wrong.
+    """
+    plan = grid.get("plan")
+    if plan is None:
+        return None
+    known = {"primary", "endpoint", "alpha", "margin", "looks", "max_items", "stopping"}
+    if not isinstance(plan, dict) or "primary" not in plan or "looks" not in plan or set(plan) - known:
+        raise SweepError("grid: `plan` must be a mapping with `primary` and `looks` (and optionally endpoint, alpha, "
+                         f"margin, max_items, stopping); it has {sorted(plan) if isinstance(plan, dict) else plan!r}")
+    primary = primary_comparison({"primary": plan["primary"]})
+    if grid.get("primary") is not None and primary_comparison(grid) != primary:
+        raise SweepError("grid: `primary` and `plan.primary` name different comparisons; give it once, in the plan")
+    looks = plan["looks"]
+    if (not isinstance(looks, list) or not looks or not all(isinstance(n, int) and not isinstance(n, bool) and n > 1
+                                                            for n in looks) or looks != sorted(set(looks))):
+        raise SweepError(f"grid: `plan.looks` must be increasing item counts above 1, got {looks!r}")
+    max_items = plan.get("max_items", looks[-1])
+    if max_items != looks[-1]:
+        raise SweepError(f"grid: `plan.max_items` ({max_items!r}) must be the last look ({looks[-1]})")
+    alpha, margin = plan.get("alpha", 0.05), plan.get("margin", primary["margin"] or 0.10)
+    for name, value, top in (("alpha", alpha, 0.5), ("margin", margin, 1)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < top:
+            raise SweepError(f"grid: `plan.{name}` must be a number between 0 and {top}, got {value!r}")
+    endpoint = plan.get("endpoint", "paired accuracy difference")
+    if endpoint != "paired accuracy difference":
+        raise SweepError(f"grid: `plan.endpoint` can only be 'paired accuracy difference', got {endpoint!r}")
+    stopping = plan.get("stopping", "lan-demets-obrien-fleming")
+    if stopping not in STOPPING:
+        raise SweepError(f"grid: `plan.stopping` must be one of {', '.join(sorted(STOPPING))}, got {stopping!r}")
+    return {"primary": {**primary, "margin": float(margin)}, "endpoint": endpoint, "alpha": float(alpha),
+            "margin": float(margin), "looks": list(looks), "max_items": looks[-1], "stopping": stopping}

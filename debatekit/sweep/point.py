@@ -81,6 +81,14 @@ def is_complete_sidecar(path: Path, digest: str) -> bool:
     return data is not None and data.get("status") == "complete" and data.get("point_hash") == digest
 
 
+def items_done(path: Path) -> int:
+    """How many items the point's sidecar says its run has (0 without a readable one)."""
+    data = _read(path)
+    summary = data.get("summary") if data else None
+    items = summary.get("items") if isinstance(summary, dict) else None
+    return items if isinstance(items, int) else 0
+
+
 def unanswered_debates(path: Path) -> int:
     """How many debates the point's sidecar counts as unanswered (failed: their calls failed, or the
     protocol raised); the next run of the sweep runs the point again to retry them."""

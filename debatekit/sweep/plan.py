@@ -1,0 +1,120 @@
+"""A study's sequential plan: its registration, the check of later runs against it, and its looks.
+
+    registration = plan.register("results/studies/replication/grid.yaml")   # before any point runs
+    plan.deviations("results/studies/replication/grid.yaml")                 # [] while the plan is as registered
+    plan.evaluate(out, study_plan, look=1)                                   # the primary comparison at look 1
+
+`debatekit study GRID --register` writes `registration.json` beside the grid: the plan, its sha256,
+the commit and the time; it refuses once any point of the study has run, or when a registration is
+there already. `debatekit study GRID` then runs the points look by look (`run_sweep(extent=...)`),
+tests the primary comparison after each look (`analysis.sequential`) on the first items of the
+dataset up to that look, writes each look's numbers and decision to `looks.json`, and stops at the
+first look that decides. The study report shows the plan, its registration, any deviation and the
+looks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from dataclasses import asdict
+from pathlib import Path
+
+from debatekit._base import files
+from debatekit.sweep.grid import SweepError, load_grid, study_plan
+
+REGISTRATION = "registration.json"
+LOOKS = "looks.json"
+
+
+def digest(plan: dict) -> str:
+    """The sha256 of a plan as registered (its canonical JSON)."""
+    return hashlib.sha256(json.dumps(plan, sort_keys=True).encode()).hexdigest()
+
+
+def register(grid_path: Path | str, out: Path | str | None = None) -> dict:
+    """Register the grid's plan: write `registration.json` beside the grid and return it.
+
+    Raises:
+        SweepError: no plan, a registration already there, or a point of the study that has run.
+    """
+    from debatekit.records.trace import RUN_FILE, git_commit, now
+
+    grid_path = Path(grid_path)
+    plan = study_plan(load_grid(grid_path))
+    if plan is None:
+        raise SweepError(f"grid {grid_path} has no `plan` to register")
+    path = grid_path.parent / REGISTRATION
+    if path.exists():
+        raise SweepError(f"{path} exists: this study's plan was registered already; a plan is registered once")
+    out = Path(out) if out else grid_path.parent
+    ran = sorted(run.parent.name for run in out.glob(f"*/{RUN_FILE}")) if out.is_dir() else []
+    if ran:
+        raise SweepError(f"cannot register: {len(ran)} point(s) of the study have run already (first: {ran[0]}); "
+                         "a plan is registered before any item runs")
+    record = {"plan": plan, "plan_sha256": digest(plan), "git_commit": git_commit(), "registered_at": now(),
+              "grid": grid_path.name}
+    files.write_text(path, json.dumps(record, indent=2) + "\n")
+    return record
+
+
+def registration(grid_path: Path | str) -> dict | None:
+    """The registration beside the grid, or None."""
+    path = Path(grid_path).parent / REGISTRATION
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else None
+
+
+def deviations(grid_path: Path | str) -> list[str]:
+    """How the grid's plan now differs from the one registered, a line each ([] when it does not, or
+    when nothing was registered)."""
+    registered = registration(grid_path)
+    if registered is None:
+        return []
+    plan = study_plan(load_grid(grid_path))
+    if plan is None:
+        return ["the grid has no plan any more"]
+    was = registered.get("plan") or {}
+    lines = [f"{key}: registered {was.get(key)!r}, now {plan.get(key)!r}"
+             for key in sorted(set(was) | set(plan)) if was.get(key) != plan.get(key)]
+    if not lines and registered.get("plan_sha256") != digest(plan):
+        lines.append("the registration's sha256 does not match its own plan")
+    return lines
+
+
+def evaluate(out: Path | str, plan: dict, look: int):
+    """The primary comparison at look `look` (1-based): `sequential.decide` on the items both sides
+    answered among the first `looks[look - 1]` items of the dataset.
+
+    Raises:
+        ValueError: a configuration the study does not have.
+    """
+    from debatekit import datasets
+    from debatekit.analysis import sequential, study
+    from debatekit.records.trace import RunFolder
+
+    tables, labels = study.load(out)
+    pairs = study.primary_pairs(tables, labels, plan["primary"])
+    size = plan["looks"][look - 1]
+    record = RunFolder(tables.runs["path"].iloc[0]).read_run()
+    items, _ = datasets.load(record.config.dataset, limit=size)
+    first = {item.id for item in items}
+    pairs = pairs[pairs["item_id"].isin(first)]
+    only_config = int((pairs["config"] & ~pairs["against"]).sum())
+    only_against = int((pairs["against"] & ~pairs["config"]).sum())
+    if len(pairs) < 2:
+        raise ValueError(f"look {look}: {len(pairs)} item(s) that both {plan['primary']['config']} and "
+                         f"{plan['primary']['against']} answered; a look needs two")
+    design = sequential.Design(looks=tuple(plan["looks"]), alpha=plan["alpha"], margin=plan["margin"])
+    return sequential.decide(design, look, only_config, only_against, len(pairs))
+
+
+def record_look(out: Path | str, found, plan: dict) -> list[dict]:
+    """Write look `found.look` to `looks.json` (replacing an earlier record of it) and return them all."""
+    path = Path(out) / LOOKS
+    looks = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    looks = [entry for entry in looks if entry.get("look") != found.look and entry.get("look", 0) < found.look]
+    entry = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(found).items()}
+    looks.append({**entry, "planned_items": plan["looks"][found.look - 1]})  # JSON has no infinity: None
+    files.write_text(path, json.dumps(looks, indent=2, default=str) + "\n")
+    return looks
