@@ -43,6 +43,9 @@ def add(subparsers) -> dict:
                         "and the sweep's tables over its complete points")
     p.add_argument("--register", action="store_true",
                    help="register the grid's `plan` (registration.json beside it) before any point runs; run nothing")
+    p.add_argument("--estimate", action="store_true",
+                   help="run each point on 10 items outside the study's sample, in a scratch folder, and print the "
+                        "projected completion tokens and busy hours per configuration and look; keep nothing")
     return {"study": run}
 
 
@@ -65,6 +68,15 @@ def run(args) -> int:
         record = planning.register(grid, out)
         print(f"registered the plan of {grid} (sha256 {record['plan_sha256'][:12]}, commit "
               f"{(record['git_commit'] or 'unknown')[:7]}) in {grid.parent / planning.REGISTRATION}; nothing run")
+        return 0
+    if args.estimate:
+        from debatekit.sweep import plan as planning
+
+        table = planning.estimate(grid, progress=not args.quiet)
+        print(f"projected from {planning.ESTIMATE_ITEMS} items per configuration outside the study's sample "
+              "(nothing kept):")
+        print(table.to_string(index=False, formatters={"completion_tokens": "{:,.0f}".format,
+                                                       "busy_h": "{:.2f}".format}))
         return 0
     need("papermill", "notebooks", "debatekit study")
     if args.report_only:

@@ -118,3 +118,66 @@ def record_look(out: Path | str, found, plan: dict) -> list[dict]:
     looks.append({**entry, "planned_items": plan["looks"][found.look - 1]})  # JSON has no infinity: None
     files.write_text(path, json.dumps(looks, indent=2, default=str) + "\n")
     return looks
+
+
+ESTIMATE_ITEMS = 10
+"""Items `estimate` runs per configuration."""
+
+
+def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool = False):
+    """Run every point of the grid on `items` items drawn outside the study's sample (the dataset's
+    items after the plan's last look, or after the grid's limit) in a scratch folder, with no
+    response cache (nothing it runs is reused, nor is anything reused for it), and project each
+    configuration's completion tokens and busy hours, and the whole study's, at each look.
+
+    Returns:
+        A table: one row per configuration and look (`configuration` "all" sums them), with
+        `items`, `completion_tokens` and `busy_h` projected from the measured rate per item.
+
+    Raises:
+        SweepError: the dataset has no `items` items past the study's sample.
+    """
+    import tempfile
+
+    import pandas as pd
+
+    from debatekit import datasets
+    from debatekit.analysis import study
+    from debatekit.sweep.grid import expand_grid
+    from debatekit.sweep.point import run_point
+
+    grid_path = Path(grid_path)
+    grid = load_grid(grid_path)
+    plan = study_plan(grid)
+    points = expand_grid(grid)
+    limits = {p.parameters.get("limit") for p in points}
+    sample = plan["max_items"] if plan else max((n for n in limits if n), default=None)
+    if sample is None:
+        raise SweepError("nothing to estimate for: the grid runs every item of its dataset (no limit, no plan)")
+    looks = plan["looks"] if plan else [sample]
+    with tempfile.TemporaryDirectory(prefix="debatekit-estimate-") as scratch:
+        rows = []
+        for point in points:
+            p = dict(point.parameters)
+            all_items, _ = datasets.load(p.pop("dataset"))
+            outside = all_items[sample:sample + items]
+            if len(outside) < items:
+                raise SweepError(f"cannot estimate: the dataset has {len(all_items)} items, {len(outside)} past the "
+                                 f"study's {sample}; {items} are needed")
+            data = Path(scratch) / f"{point.id}.jsonl"
+            data.write_text("".join(json.dumps(item.model_dump(mode="json")) + "\n" for item in outside))
+            protocol = p.pop("protocol")
+            p.pop("limit", None)
+            p = {("call_timeout" if k == "timeout" else k): v for k, v in p.items()}  # as the point's notebook names it
+            result = run_point(protocol, str(data), str(Path(scratch) / point.id), cache=False, progress=progress, **p)
+            tables, _ = study.load(result.path)
+            work = study.compute(tables).iloc[0]
+            done = max(len(result.debates), 1)
+            for n in looks:
+                rows.append({"configuration": point.id, "look_items": n, "measured_items": done,
+                             "completion_tokens": work["tokens_generated"] / done * n, "busy_h": work["busy_h"] / done * n})
+    table = pd.DataFrame(rows)
+    total = table.groupby("look_items", as_index=False)[["completion_tokens", "busy_h"]].sum().assign(
+        configuration="all", measured_items=items)
+    return pd.concat([table, total], ignore_index=True)[["configuration", "look_items", "measured_items",
+                                                         "completion_tokens", "busy_h"]]

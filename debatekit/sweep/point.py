@@ -16,7 +16,7 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
               seed: int = 0, seeds: int = 1, concurrency: int = 4, call_timeout: float | None = None,
               progress: bool = True, api_base: str | None = None, api_key_env: str | None = None,
               model_options: dict | None = None, max_tokens: int | None = None, retry_degraded: bool = False,
-              **params):
+              cache: bool = True, **params):
     """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
 
     `params` are protocol parameters; None values mean "the protocol's default". `rounds` and
@@ -26,7 +26,7 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
     `model`, e.g. an OpenAI-compatible server such as `debatekit serve` (see `RunConfig`);
     other litellm arguments go in `model_options`. `retry_degraded` also runs again the debates a previous
     attempt finished as `degraded` (an answer although some of its calls failed; `debatekit run
-    --resume --retry-degraded`).
+    --resume --retry-degraded`). `cache` False runs without the response cache (`sweep.plan.estimate`).
     """
     from debatekit import registry
     from debatekit.records.schemas import RunConfig
@@ -38,7 +38,7 @@ def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = 
     extra = {"max_tokens": max_tokens} if max_tokens else {}
     config = RunConfig(protocol=protocol, dataset=dataset, limit=limit, model=model, params=given, seed=seed,
                        seeds=seeds, concurrency=concurrency, call_timeout=call_timeout, api_base=api_base,
-                       api_key_env=api_key_env, **extra)
+                       api_key_env=api_key_env, cache=cache, **extra)
     if model_options:
         config = config.model_copy(update={"model_options": {config.run_model: model_options}})
     return run(config, out_dir, resume=True, retry_degraded=retry_degraded, progress=progress)

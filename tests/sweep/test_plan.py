@@ -191,3 +191,27 @@ def test_a_study_that_is_not_decided_runs_every_look_and_reports_an_edited_plan(
     assert [(entry["look"], entry["decision"]) for entry in looks] == [(1, "continue"), (2, "undecided")]
     assert "the plan deviates from its registration: margin: registered 0.1, now 0.12" in capsys.readouterr().err
     assert "margin: registered 0.1, now 0.12" in (grid.parent / "report.html").read_text()
+
+
+def test_an_estimate_runs_items_outside_the_sample_and_keeps_nothing(tmp_path, capsys):
+    _model(single_right=lambda i: True, sample_right=lambda i: True)
+    grid = _grid(tmp_path / "study")
+    asked = []
+    scripted.register("planned-counted", fn=lambda req: asked.append(req.item_id) or {"reasoning": "r", "answer": 0})
+    grid.write_text(grid.read_text().replace("scripted/planned", "scripted/planned-counted"))
+    assert cli.main(["study", str(grid), "--estimate", "--quiet"]) == 0
+    out = capsys.readouterr().out
+    # 10 items after the plan's 40 (arith-040 .. arith-049), each configuration; nothing left behind
+    assert sorted(set(asked)) == [f"arith-{i:03d}" for i in range(40, 50)] and len(asked) == 20
+    assert sorted(p.name for p in grid.parent.iterdir()) == ["grid.yaml"]
+    table = planning.estimate(grid)
+    assert list(table["look_items"].unique()) == [20, 40] and set(table["configuration"]) >= {"all"}
+    tokens = table.set_index(["configuration", "look_items"])["completion_tokens"]
+    configs = [c for c in table["configuration"].unique() if c != "all"]
+    assert tokens["all", 40] == pytest.approx(sum(tokens[c, 40] for c in configs)) and tokens["all", 40] > 0
+    assert tokens["all", 40] == pytest.approx(2 * tokens["all", 20])  # projected at the rate measured
+    assert "projected from 10 items per configuration" in out and "all" in out
+    small = tmp_path / "small"
+    _grid(small, {**PLAN, "looks": [50, 95]})
+    with pytest.raises(SweepError, match="5 past the study's 95; 10 are needed"):
+        planning.estimate(small / "grid.yaml")
