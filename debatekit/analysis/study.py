@@ -355,6 +355,38 @@ def ties(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def vote_curve(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """Per self_consistency run, the accuracy of the majority of its first k samples, k = 1 .. all
+    (sample 1 .. k in order; a tie to the first answer, as the runs break it), over its answered
+    items, with the exact 95% bootstrap interval over items: what each added sample buys."""
+    from debatekit.analysis.intervals import bootstrap_ci
+    from debatekit.datasets.voting import answers_equal, majority
+
+    columns = ["config", "k", "items", "accuracy", "low", "high"]
+    rows = []
+    for run in tables.runs.itertuples():
+        if run.protocol != "self_consistency" or tables.rounds.empty:
+            continue
+        debates = tables.debates[(tables.debates["run_id"] == run.run_id) & tables.debates["status"].isin(("ok", "degraded"))]
+        said = tables.rounds[(tables.rounds["run_id"] == run.run_id) & (tables.rounds["round"] == 1)]
+        by_debate = {d: g for d, g in said.groupby("debate_id")}
+        samples = []
+        for d in debates.itertuples():
+            group = by_debate.get(d.debate_id)
+            if group is None:
+                continue
+            order = sorted(range(len(group)), key=lambda i: (len(group["agent"].iloc[i]), group["agent"].iloc[i]))
+            samples.append(([group["answer"].iloc[i] for i in order], d.truth))
+        most = max((len(s) for s, _ in samples), default=0)
+        for k in range(1, most + 1):
+            right = [float(answers_equal(majority([a for a in answers[:k] if a is not None and a == a]), truth))
+                     for answers, truth in samples]
+            mean, low, high = bootstrap_ci(right)
+            rows.append({"config": labels[run.run_id], "k": k, "items": len(right), "accuracy": mean, "low": low,
+                         "high": high})
+    return pd.DataFrame(rows, columns=columns)
+
+
 def round_dynamics(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
     """Per debate run and round: agent and majority accuracy, agreement, flips, agents talked out of a
     right answer (`bullied`)."""

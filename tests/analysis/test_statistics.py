@@ -155,3 +155,11 @@ def test_a_protocol_breaks_its_ties_with_a_seeded_draw_when_asked(tmp_path, arit
         assert params["tie_break"] == rule
     assert set(finals["first"].values()) == {1}
     assert finals["random"] == {item: majority([1, 2, 3], tie_break=f"0:{item}") for item in finals["random"]}
+
+
+def test_the_vote_curve_is_the_majority_of_the_first_k_samples():
+    tables = _tables([("d1", [1, 2, 2], 2), ("d2", [5, 5, 6], 5)])
+    curve = study.vote_curve(tables, {"r": "self_consistency"})
+    # d1: sample 1 wrong, a tie of two goes to the first (wrong), three samples right; d2 right throughout
+    assert list(curve["k"]) == [1, 2, 3] and list(curve["accuracy"]) == [0.5, 0.5, 1.0]
+    assert list(curve["items"]) == [2, 2, 2] and (curve["low"] <= curve["accuracy"]).all()
