@@ -13,7 +13,7 @@ loaded tables, so a test can check it on a scripted sweep.
     study.conclusion(...)                      # the report's last paragraph, written from the numbers
     study.provenance(tables, labels)           # per run: status, items, when, the commits that wrote it,
                                                # and the model work it took (calls, tokens, busy hours)
-    study.registered("results/studies/gsm8k")  # the grid's `primary` comparison, or None
+    sweep.plan.registered("results/studies/gsm8k")  # the grid's `primary` comparison, or None (sweep layer)
     study.primary(tables, labels, registered)  # that comparison alone: difference, 95% and 90% intervals, TOST
     study.holm({"against single": rows, ...})  # Holm-adjusted p over the report's exploratory comparisons
     study.ties(tables, labels)                 # each vote's tied items and its accuracy under any tie-break
@@ -186,8 +186,27 @@ def costs(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
             prompt_tokens=float("nan"), cost=0.0, wall_s=float("nan"))
         table = pd.concat([table, analysis.config_table(inner, ["config"])], ignore_index=True)
     table = table.rename(columns={"config": "label"})
+    for row in shared_samples(tables, labels).itertuples():  # a vote that reused a debate's round 1 paid for it there
+        table.loc[table["label"] == row.config, "completion_tokens"] += row.shared_tokens_per_item
     table["pareto"] = analysis.pareto_front(table, "completion_tokens", "accuracy")
     return table
+
+
+def shared_samples(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
+    """The vote runs that reused a debate's round-1 answers as their first samples
+    (`self_consistency(reuse=...)`): which run, how many samples, and the completion tokens per item
+    those shared calls cost (in the debate run's events; `costs` adds them to the vote's)."""
+    columns = ["config", "shared_from", "shared_samples", "shared_tokens_per_item"]
+    rows = []
+    for run in tables.runs.itertuples():
+        if run.protocol != "self_consistency":
+            continue
+        shared = [d.output.get("shared") for d in RunFolder(run.path).debates() if isinstance(d.output.get("shared"), dict)]
+        if shared:
+            rows.append({"config": labels[run.run_id], "shared_from": shared[0].get("from"),
+                         "shared_samples": shared[0].get("samples"),
+                         "shared_tokens_per_item": sum(s.get("completion_tokens") or 0 for s in shared) / len(shared)})
+    return pd.DataFrame(rows, columns=columns)
 
 
 def rules_out(rows: pd.DataFrame, power_wanted: float = 0.8) -> pd.DataFrame:
@@ -218,26 +237,6 @@ def equivalence(rows: pd.DataFrame) -> pd.DataFrame:
                for r in rows.itertuples()]
     return rows[["config", "baseline", "pairs", "difference", "low90", "high90", "margin", "p_tost"]].assign(
         verdict=verdict).reset_index(drop=True)
-
-
-def registered(sweep_dir: Path | str) -> dict | None:
-    """The primary comparison the study's grid names (`primary:` in its `grid.yaml`, or its `plan`'s), or None."""
-    from debatekit.sweep.grid import load_grid, primary_comparison, study_plan
-
-    path = Path(sweep_dir) / "grid.yaml"
-    if not path.is_file():
-        return None
-    grid = load_grid(path)
-    plan = study_plan(grid)
-    return plan["primary"] if plan else primary_comparison(grid)
-
-
-def plan_of(sweep_dir: Path | str) -> dict | None:
-    """The sequential plan of the study's grid (`plan:` in its `grid.yaml`), or None."""
-    from debatekit.sweep.grid import load_grid, study_plan
-
-    path = Path(sweep_dir) / "grid.yaml"
-    return study_plan(load_grid(path)) if path.is_file() else None
 
 
 def margin_of(registration: dict | None) -> float:

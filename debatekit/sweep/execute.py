@@ -115,6 +115,23 @@ def _notebook_args(point: Point, declared: set[str], out: Path, base: Path | Non
     return params
 
 
+def _point_to_folder(args: dict, points: list[Point], out: Path) -> None:
+    """A `reuse` parameter that names another point's protocol (a vote reusing a debate's round-1
+    answers, `self_consistency(reuse=...)`) becomes that point's run folder, which its id fixes.
+
+    Raises:
+        SweepError: no point, or more than one, runs that protocol.
+    """
+    extra = args.get("extra") or {}
+    name = extra.get("reuse")
+    if not isinstance(name, str) or "/" in name:
+        return
+    matches = [p for p in points if p.parameters.get("protocol") == name]
+    if len(matches) != 1:
+        raise SweepError(f"reuse: {len(matches)} points of the grid run {name!r}; name one debate point")
+    args["extra"] = {**extra, "reuse": _rel(out / matches[0].id)}
+
+
 def _rel(path: Path) -> str:
     """The path relative to the working directory (the kernels' too) when below it, else absolute."""
     path = path.resolve()
@@ -203,6 +220,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
         tasks, results = [], []
         for point in points:
             args = _notebook_args(point, declared, out, base)
+            _point_to_folder(args, points, out)
             if retry_degraded:
                 args["retry_degraded"] = True
             sidecar = out / f"{point.id}.json"

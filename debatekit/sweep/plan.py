@@ -82,6 +82,24 @@ def deviations(grid_path: Path | str) -> list[str]:
     return lines
 
 
+def registered(sweep_dir: Path | str) -> dict | None:
+    """The primary comparison the study's grid names (`primary:` in its `grid.yaml`, or its `plan`'s), or None."""
+    from debatekit.sweep.grid import primary_comparison
+
+    path = Path(sweep_dir) / "grid.yaml"
+    if not path.is_file():
+        return None
+    grid = load_grid(path)
+    plan = study_plan(grid)
+    return plan["primary"] if plan else primary_comparison(grid)
+
+
+def plan_of(sweep_dir: Path | str) -> dict | None:
+    """The sequential plan of the study's grid (`plan:` in its `grid.yaml`), or None."""
+    path = Path(sweep_dir) / "grid.yaml"
+    return study_plan(load_grid(path)) if path.is_file() else None
+
+
 def evaluate(out: Path | str, plan: dict, look: int):
     """The primary comparison at look `look` (1-based): `sequential.decide` on the items both sides
     answered among the first `looks[look - 1]` items of the dataset.

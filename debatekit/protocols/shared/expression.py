@@ -24,8 +24,9 @@ from fractions import Fraction
 
 POWER_LIMIT = 64
 """The largest exponent (`2^64`, `1e64`) read; a larger one is no answer."""
-MAX_DIGITS = 100
-"""The most digits a number read, or a value computed, may have (numerator and denominator)."""
+MAX_DIGITS = 1_000
+"""The most digits a number read, or a value computed, may have (numerator and denominator): a
+400-digit answer is read exactly; a value far past what JSON and Python print (4,300 digits) is not."""
 MAX_DEPTH = 32
 """The deepest nesting of parentheses, fractions and signs read."""
 MAX_CHARS = 2_000
