@@ -215,3 +215,20 @@ def test_an_estimate_runs_items_outside_the_sample_and_keeps_nothing(tmp_path, c
     _grid(small, {**PLAN, "looks": [50, 95]})
     with pytest.raises(SweepError, match="5 past the study's 95; 10 are needed"):
         planning.estimate(small / "grid.yaml")
+
+
+def test_an_estimate_of_a_vote_that_reuses_a_debate_runs_the_debate_first(tmp_path):
+    asked = []
+    scripted.register("planned-shared", fn=lambda req: asked.append(req.agent) or {"reasoning": "r", "answer": 1})
+    folder = tmp_path / "shared"
+    folder.mkdir()
+    grid = folder / "grid.yaml"
+    grid.write_text(yaml.safe_dump({
+        "parameters": {"dataset": "arithmetic", "model": "scripted/planned-shared", "answer_format": "json"},
+        "points": [{"protocol": "society_of_mind", "agents": 3, "rounds": 1},
+                   {"protocol": "self_consistency", "samples": 5, "reuse": "society_of_mind"}],
+        "plan": {**PLAN, "primary": {"config": "society_of_mind@1", "against": "self_consistency"}}}))
+    table = planning.estimate(grid)
+    # the debate's 3 agents on 10 items, then only the vote's 2 fresh samples on each
+    assert sorted(set(asked)) == ["agent1", "agent2", "agent3", "sample4", "sample5"] and len(asked) == 50
+    assert set(table["configuration"]) >= {"all"}
