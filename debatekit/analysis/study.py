@@ -142,8 +142,7 @@ def primary_pairs(tables: analysis.Tables, labels: dict[str, str], registration:
         ValueError: a configuration the study does not have.
     """
     frame = arms(tables, labels)
-    last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
-    last_rounds = {labels[run]: int(top) for run, top in last.items() if run in labels}
+    last_rounds = _last_rounds(tables, labels)
     available = list(dict.fromkeys(frame["config"]))
     # `X debate@t` of a run's last round is the run `X` itself (as `distinct` shows it)
     shown = [c for c in available
@@ -261,6 +260,17 @@ def resolve(name: str, available: list[str], last_rounds: dict[str, int] | None 
     return found
 
 
+def _last_rounds(tables: analysis.Tables, labels: dict[str, str]) -> dict[str, int]:
+    """Each run's last round, by its label."""
+    last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
+    return {labels[run]: int(top) for run, top in last.items() if run in labels}
+
+
+def _in_agent_order(said: pd.DataFrame) -> list:
+    """The answers of one round, agent1 .. agent9 then agent10 (sample1 .. sample10): shorter names first."""
+    return [answer for _, answer in sorted(zip(said["agent"], said["answer"]), key=lambda pair: (len(pair[0]), pair[0]))]
+
+
 def primary(tables: analysis.Tables, labels: dict[str, str], registration: dict | None) -> pd.DataFrame:
     """The registered comparison alone (a `paired` row, with its 90% interval and TOST at the study's
     margin), empty when the grid registers none.
@@ -273,8 +283,7 @@ def primary(tables: analysis.Tables, labels: dict[str, str], registration: dict 
     margin = margin_of(registration)
     first = next(iter(labels.values()))
     available = [first, *dict.fromkeys(distinct(paired(tables, labels, first, margin))["config"])]
-    last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
-    last_rounds = {labels[run]: int(top) for run, top in last.items() if run in labels}
+    last_rounds = _last_rounds(tables, labels)
     config, against = (resolve(registration[k], available, last_rounds) for k in ("config", "against"))
     rows = distinct(paired(tables, labels, against, margin))  # `X@3`, the run's last round, is the run `X`
     return rows[rows["config"] == config].reset_index(drop=True)
@@ -335,9 +344,7 @@ def ties(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
                     continue
                 reached = group[group["round"] <= stage]
                 last = reached[reached["round"] == reached["round"].max()]  # a debate that stopped keeps its last
-                order = sorted(range(len(last)), key=lambda i: (len(last["agent"].iloc[i]), last["agent"].iloc[i]))
-                answers = [last["answer"].iloc[i] for i in order]  # agent1 .. agent9, sample1 .. sample10
-                answers = [a for a in answers if a is not None and a == a]
+                answers = [a for a in _in_agent_order(last) if a is not None and a == a]
                 tied = tied_answers(answers)
                 right = [answers_equal(a, d.truth) for a in tied]
                 first = bool(answers) and answers_equal(majority(answers), d.truth)
@@ -374,8 +381,7 @@ def vote_curve(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
             group = by_debate.get(d.debate_id)
             if group is None:
                 continue
-            order = sorted(range(len(group)), key=lambda i: (len(group["agent"].iloc[i]), group["agent"].iloc[i]))
-            samples.append(([group["answer"].iloc[i] for i in order], d.truth))
+            samples.append((_in_agent_order(group), d.truth))
         most = max((len(s) for s, _ in samples), default=0)
         for k in range(1, most + 1):
             right = [float(answers_equal(majority([a for a in answers[:k] if a is not None and a == a]), truth))

@@ -19,7 +19,7 @@ from debatekit._base import files
 from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, die_with_parent, stop_process_tree
 from debatekit._base.terminal import visible
-from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid
+from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid, reused_point
 from debatekit.sweep.guard import anchored, check_points, estimate_seconds
 from debatekit.sweep.point import degraded_debates, is_complete_sidecar, items_done, stamp, unanswered_debates
 from debatekit.sweep.results import PointResult
@@ -120,16 +120,11 @@ def _point_to_folder(args: dict, points: list[Point], out: Path) -> None:
     answers, `self_consistency(reuse=...)`) becomes that point's run folder, which its id fixes.
 
     Raises:
-        SweepError: no point, or more than one, runs that protocol.
+        SweepError: no point, or more than one, runs that protocol (`grid.reused_point`).
     """
     extra = args.get("extra") or {}
-    name = extra.get("reuse")
-    if not isinstance(name, str) or "/" in name:
-        return
-    matches = [p for p in points if p.parameters.get("protocol") == name]
-    if len(matches) != 1:
-        raise SweepError(f"reuse: {len(matches)} points of the grid run {name!r}; name one debate point")
-    args["extra"] = {**extra, "reuse": _rel(out / matches[0].id)}
+    if (named := reused_point(extra.get("reuse"), points)) is not None:
+        args["extra"] = {**extra, "reuse": _rel(out / named.id)}
 
 
 def _rel(path: Path) -> str:

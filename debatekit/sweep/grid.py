@@ -235,3 +235,18 @@ def study_plan(grid: dict) -> dict | None:
         raise SweepError(f"grid: `plan.stopping` must be one of {', '.join(sorted(STOPPING))}, got {stopping!r}")
     return {"primary": {**primary, "margin": float(margin)}, "endpoint": endpoint, "alpha": float(alpha),
             "margin": float(margin), "looks": list(looks), "max_items": looks[-1], "stopping": stopping}
+
+
+def reused_point(name, points: list[Point]) -> Point | None:
+    """The point a `reuse` parameter names by its protocol (a vote reusing a debate's round-1 answers,
+    `self_consistency(reuse=...)`), or None when it is a path (or no text).
+
+    Raises:
+        SweepError: no point, or more than one, runs that protocol.
+    """
+    if not isinstance(name, str) or "/" in name:
+        return None
+    matches = [p for p in points if p.parameters.get("protocol") == name]
+    if len(matches) != 1:
+        raise SweepError(f"reuse: {len(matches)} points of the grid run {name!r}; name one debate point")
+    return matches[0]

@@ -161,7 +161,7 @@ def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool 
 
     from debatekit import datasets
     from debatekit.analysis import study
-    from debatekit.sweep.grid import expand_grid
+    from debatekit.sweep.grid import expand_grid, reused_point
     from debatekit.sweep.point import run_point
 
     grid_path = Path(grid_path)
@@ -186,11 +186,8 @@ def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool 
             data.write_text("".join(json.dumps(item.model_dump(mode="json")) + "\n" for item in outside))
             protocol = p.pop("protocol")
             p.pop("limit", None)
-            if isinstance(p.get("reuse"), str) and "/" not in p["reuse"]:  # another point's round 1, run here first
-                named = [q for q in points if q.parameters.get("protocol") == p["reuse"]]
-                if len(named) != 1:
-                    raise SweepError(f"reuse: {len(named)} points of the grid run {p['reuse']!r}; name one debate point")
-                p["reuse"] = str(Path(scratch) / named[0].id)
+            if (named := reused_point(p.get("reuse"), points)) is not None:  # another point's round 1, run here first
+                p["reuse"] = str(Path(scratch) / named.id)
             p = {("call_timeout" if k == "timeout" else k): v for k, v in p.items()}  # as the point's notebook names it
             result = run_point(protocol, str(data), str(Path(scratch) / point.id), cache=False, progress=progress, **p)
             tables, _ = study.load(result.path)
