@@ -142,12 +142,7 @@ def primary_pairs(tables: analysis.Tables, labels: dict[str, str], registration:
         ValueError: a configuration the study does not have.
     """
     frame = arms(tables, labels)
-    last_rounds = _last_rounds(tables, labels)
-    available = list(dict.fromkeys(frame["config"]))
-    # `X debate@t` of a run's last round is the run `X` itself (as `distinct` shows it)
-    shown = [c for c in available
-             if not (" debate@" in c and str(last_rounds.get(c.split(" debate@")[0])) == c.rsplit("@", 1)[1])]
-    config, against = (resolve(registration[k], shown, last_rounds) for k in ("config", "against"))
+    config, against = _resolved(registration, frame, tables, labels)
     answered = frame[frame["status"].isin(("ok", "degraded"))]
     sides = {name: answered[answered["config"] == label].drop_duplicates("item_id", keep="last")
              .set_index("item_id")["correct"].eq(True) for name, label in (("config", config), ("against", against))}
@@ -260,6 +255,15 @@ def resolve(name: str, available: list[str], last_rounds: dict[str, int] | None 
     return found
 
 
+def _resolved(registration: dict, frame: pd.DataFrame, tables: analysis.Tables, labels: dict[str, str]) -> tuple[str, str]:
+    """The report labels of the registered `config` and `against` among the configurations of `arms`;
+    `X debate@t` of a run's last round is the run `X` itself (as `distinct` shows it)."""
+    last_rounds = _last_rounds(tables, labels)
+    shown = [c for c in dict.fromkeys(frame["config"])
+             if not (" debate@" in c and str(last_rounds.get(c.split(" debate@")[0])) == c.rsplit("@", 1)[1])]
+    return tuple(resolve(registration[k], shown, last_rounds) for k in ("config", "against"))
+
+
 def _last_rounds(tables: analysis.Tables, labels: dict[str, str]) -> dict[str, int]:
     """Each run's last round, by its label."""
     last = tables.rounds.groupby("run_id")["round"].max() if not tables.rounds.empty else pd.Series(dtype=int)
@@ -281,10 +285,7 @@ def primary(tables: analysis.Tables, labels: dict[str, str], registration: dict 
     if not registration:
         return pd.DataFrame(columns=pairing.COLUMNS)
     margin = margin_of(registration)
-    first = next(iter(labels.values()))
-    available = [first, *dict.fromkeys(distinct(paired(tables, labels, first, margin))["config"])]
-    last_rounds = _last_rounds(tables, labels)
-    config, against = (resolve(registration[k], available, last_rounds) for k in ("config", "against"))
+    config, against = _resolved(registration, arms(tables, labels), tables, labels)
     rows = distinct(paired(tables, labels, against, margin))  # `X@3`, the run's last round, is the run `X`
     return rows[rows["config"] == config].reset_index(drop=True)
 
