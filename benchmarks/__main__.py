@@ -19,6 +19,7 @@ BENCHMARKS = {
     "answer_formats": "the answer-format tables (text, json-steps, json-string) from the committed runs",
     "caps": "the reply-cap tables of dynamics and judge_refine from the committed runs",
     "json_constraint_probe": "the local model with and without a JSON grammar on 20 arithmetic items",
+    "speculation": "speculative decoding against none on the GSM8K debate's own prompts, per slot count and phase",
     "sequential": "type-I error and power of the sequential study designs, by simulation (no model)",
 }
 

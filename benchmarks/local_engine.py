@@ -25,6 +25,7 @@ prompt tokens that `after` no longer processes.
     python -m benchmarks local_engine [--items 12] [--agents 3] [--rounds 2] [--concurrency 12]
         [--answer-format text|json] [--no-stop] [--no-raw] [--engine process|shared] [--only-after]
         [--out PATH]
+    python -m benchmarks local_engine --speculation [options of `python -m benchmarks speculation`]
 """
 
 from __future__ import annotations
@@ -250,6 +251,10 @@ def reuse_targets(side: dict) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    if argv[:1] == ["--speculation"]:  # the side-by-side of speculative decoding against none
+        from benchmarks import speculation
+
+        return speculation.main(argv[1:])
     parser = argparse.ArgumentParser(prog="python -m benchmarks local_engine")
     parser.add_argument("--items", type=int, default=12)
     parser.add_argument("--agents", type=int, default=3)

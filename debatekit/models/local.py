@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Callable, Iterator
 
 from debatekit.models import cores, repetition
+from debatekit.models import speculation as speculating
 from debatekit.models.errors import LocalModelError
 from debatekit.models.prefix_cache import (DEFAULT_CACHE_RAM_MIB, PrefixCache, SharedPrefill, SlotRouter,  # noqa: F401
                                            prefix_cache)
@@ -197,10 +198,12 @@ class Engine:
 
     def __init__(self, path: Path, slots: int, ctx_per_slot: int | None = None, *, port: int = 0,
                  host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None,
-                 threads: int | None = None, turns: cores.Turns | None = None):
+                 threads: int | None = None, turns: cores.Turns | None = None,
+                 speculation: speculating.Speculation | None = None):
         """`threads`: default the process's claim (`cores.claim`). `turns`: the engines it takes
         turns with; default: none, it generates beside the process's other engines (measured
-        fastest on 2 cores), or all of them (`TURNS`) with $DEBATEKIT_LOCAL_MIX=turns."""
+        fastest on 2 cores), or all of them (`TURNS`) with $DEBATEKIT_LOCAL_MIX=turns.
+        `speculation`: default $DEBATEKIT_LOCAL_SPECULATION (`speculation.speculation`)."""
         try:
             import xllamacpp
         except ImportError as exc:
@@ -218,6 +221,12 @@ class Engine:
         params.verbosity = -1
         self.cache = cache or prefix_cache(mem_available())
         self.cache.apply(params)
+        self.speculation = speculation or speculating.speculation(slots)
+        draft = None
+        if self.speculation.kind == "draft":
+            ready(self.speculation.draft)
+            draft = str(model_path(self.speculation.draft))
+        self.speculation.apply(params, draft)
         # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
         params.port, params.hostnames = port, [host]
         if alias:
@@ -445,9 +454,20 @@ def ctx() -> int:
     return int(os.environ.get("DEBATEKIT_LOCAL_CTX", "8192"))
 
 
+FEW_SLOTS, MORE_SLOTS = 4, 8
+
+
 def slots() -> int:
-    """Parallel sequences of the local engine: $DEBATEKIT_LOCAL_SLOTS, default 4."""
-    return int(os.environ.get("DEBATEKIT_LOCAL_SLOTS", "4"))
+    """Parallel sequences of the local engine: $DEBATEKIT_LOCAL_SLOTS; by default `MORE_SLOTS` (8)
+    where their KV cache bound (8 x `ctx()` tokens at `KV_BYTES_PER_TOKEN`: 2 GiB) fits in a
+    quarter of the memory available, else `FEW_SLOTS` (4). A debate round of 3 agents on 2 items
+    has 6 calls in flight: with 4 slots two of them wait for the first to end
+    (`docs/local-engine.md#slots`)."""
+    if os.environ.get("DEBATEKIT_LOCAL_SLOTS"):
+        return int(os.environ["DEBATEKIT_LOCAL_SLOTS"])
+    available = mem_available()
+    fits = available is not None and 4 * MORE_SLOTS * ctx() * KV_BYTES_PER_TOKEN <= available
+    return MORE_SLOTS if fits else FEW_SLOTS
 
 
 def unload() -> bool:

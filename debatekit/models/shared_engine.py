@@ -228,6 +228,7 @@ class Daemon:
         return {"pid": os.getpid(), "models": sorted(self.engines), "started": self.started,
                 "slots": {m: getattr(e, "slots", None) for m, e in self.engines.items()},
                 "threads": {m: getattr(e, "threads", None) for m, e in self.engines.items()},
+                "speculation": {m: str(getattr(e, "speculation", "off")) for m, e in self.engines.items()},
                 "in_flight": self.in_flight, "served": self.served, "completion_tokens": self.completion_tokens,
                 "clients": sorted(pid for pid, seen in self.clients.items() if now - seen < CLIENT_WINDOW_S)}
 

@@ -1,0 +1,57 @@
+import pytest
+
+from debatekit.models import speculation
+from debatekit.models.errors import LocalModelError
+from debatekit.models.speculation import Speculation, parse
+
+
+@pytest.mark.parametrize("text, kind, draft", [("off", "off", None), ("NGRAM_SIMPLE", "ngram_simple", None),
+                                               ("ngram_mod", "ngram_mod", None),
+                                               ("draft:qwen2.5-coder-0.5b-instruct", "draft", "qwen2.5-coder-0.5b-instruct"),
+                                               ("draft:/m/Small.gguf", "draft", "/m/Small.gguf")])
+def test_settings_are_read(text, kind, draft):
+    assert parse(text) == Speculation(kind, draft)
+
+
+@pytest.mark.parametrize("text", ["on", "ngram", "draft:", "1"])
+def test_a_setting_not_known_is_one_line_naming_the_values(text, monkeypatch):
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SPECULATION", text)
+    with pytest.raises(LocalModelError, match="must be auto, off, ngram_simple"):
+        speculation.speculation(4)
+
+
+def test_auto_takes_the_measured_choice_for_the_slot_count(monkeypatch):
+    monkeypatch.delenv("DEBATEKIT_LOCAL_SPECULATION", raising=False)
+    monkeypatch.setattr(speculation, "DEFAULT_BY_SLOTS", {1: "ngram_simple", 8: "off"})
+    assert [str(speculation.speculation(n)) for n in (1, 4, 7, 8, 32)] == ["ngram_simple"] * 3 + ["off"] * 2
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SPECULATION", "off")
+    assert speculation.speculation(1) == Speculation()
+
+
+def test_the_choice_reaches_the_engine_parameters():
+    xllamacpp = pytest.importorskip("xllamacpp")
+    params = xllamacpp.CommonParams()
+    parse("off").apply(params)
+    assert params.speculative.types == [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NONE]
+    parse("ngram_simple").apply(params)
+    assert params.speculative.types == [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_NGRAM_SIMPLE]
+    params.cpuparams.n_threads = 2
+    parse("draft:small").apply(params, "/m/small.gguf")
+    assert params.speculative.types == [xllamacpp.common_speculative_type.COMMON_SPECULATIVE_TYPE_DRAFT_SIMPLE]
+    assert params.speculative.draft.mparams.path == "/m/small.gguf"
+
+
+def test_the_engine_takes_eight_slots_where_their_kv_cache_fits_a_quarter_of_the_memory(monkeypatch):
+    from debatekit.models import local
+
+    monkeypatch.delenv("DEBATEKIT_LOCAL_SLOTS", raising=False)
+    monkeypatch.delenv("DEBATEKIT_LOCAL_CTX", raising=False)
+    bound = 8 * 8192 * local.KV_BYTES_PER_TOKEN  # 2 GiB
+    monkeypatch.setattr(local, "mem_available", lambda: 4 * bound)
+    assert local.slots() == 8
+    monkeypatch.setattr(local, "mem_available", lambda: 4 * bound - 1)
+    assert local.slots() == 4
+    monkeypatch.setattr(local, "mem_available", lambda: None)
+    assert local.slots() == 4
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "32")
+    assert local.slots() == 32
