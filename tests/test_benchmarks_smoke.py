@@ -46,3 +46,37 @@ def test_the_engine_benchmarks_send_their_requests_all_at_once():
     replies, latencies, wall = at_once(Engine(), [{"n": n} for n in range(3)])
     assert replies == [{"echo": 0}, {"echo": 1}, {"echo": 2}] and len(latencies) == 3
     assert all(0 <= s <= wall for s in latencies)
+
+
+def test_the_speculation_benchmark_pairs_each_call_of_the_debate_it_replays():
+    from benchmarks import speculation
+
+    work = speculation.calls(2, 2)
+    assert [(c["round"], c["phase"]) for c in work] == [(1, "answer")] * 6 + [(2, "revise")] * 6
+    assert speculation.seed(work[0]) == speculation.seed(dict(work[0])) != speculation.seed(work[1])
+    assert speculation.plan("1:3,32:10") == [(1, 3), (32, 10)]
+
+    def replies(texts):
+        return {"walls": {1: 2.0, 2: 4.0}, "replies": [
+            {**{k: c[k] for k in ("item_id", "round", "agent", "phase")}, "text": t, "completion_tokens": 10,
+             "drafted": 4, "accepted": 2, "decode_s": 1.0, "prompt_read": 5, "prompt_s": 0.5}
+            for c, t in zip(work, texts)]}
+
+    keys = speculation.keys()
+    right = [f"Answer: {keys[c['item_id']]:g}" for c in work]
+    off, on = replies(right), replies(right[:-1] + ["Answer: -1"])
+    paired = speculation.paired(off, on, keys)
+    assert paired["calls"] == 12 and paired["identical_replies"] == 11 and paired["only_off_right"] == 1
+    assert paired["accuracy_off"] == 1.0 and paired["accuracy_on"] == round(11 / 12, 3)
+    rows = speculation.phases(on)
+    assert rows["answer"]["tok_per_s"] == 30.0 and rows["revise"]["acceptance"] == 0.5 and rows["all"]["calls"] == 12
+
+
+def test_the_first_command_benchmark_times_a_command_in_fresh_folders(tmp_path):
+    from pathlib import Path
+
+    from benchmarks import first_command
+
+    repo = Path(__file__).resolve().parent.parent
+    done = first_command.once(repo, "run single --dataset arithmetic --limit 2 --model scripted/schema", {})
+    assert done["exit"] == 0 and done["runs"]["run"]["calls"] == 2 and "single" in done["stdout"]

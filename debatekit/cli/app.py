@@ -7,6 +7,7 @@ model that cannot be reached as configured (key, name, server, file) ends the sa
 from __future__ import annotations
 
 import argparse
+import asyncio
 import os
 import sys
 from pathlib import Path
@@ -114,7 +115,6 @@ def cmd_run(args) -> int:
     from debatekit import registry
     from debatekit._base.terminal import visible
     from debatekit.records.schemas import RunConfig
-    from debatekit.runner import run
 
     sets = _parse_set(args.sets)
     if args.resume and not args.out:
@@ -139,10 +139,9 @@ def cmd_run(args) -> int:
     resume = [args.resume] * len(outs)
     if args.resume:
         resume = _resumable(outs, args.out)
-    results = []
-    for config, out, again in zip(configs, outs, resume):
-        results.append(run(config, out, resume=again, retry_degraded=args.retry_degraded, progress=not args.quiet,
-                           allow_protocol_change=args.allow_protocol_change))
+    results = together([(config, out, again) for config, out, again in zip(configs, outs, resume)],
+                       retry_degraded=args.retry_degraded, progress=not args.quiet,
+                       allow_protocol_change=args.allow_protocol_change)
     print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
     if len(results) > 1:
         print("\n" + visible(paired_block(results)))
@@ -161,6 +160,31 @@ def cmd_run(args) -> int:
                   f"although some of their calls failed (degraded: scored); --resume --retry-degraded runs them "
                   f"again", file=sys.stderr)
     return 1 if failed else 0
+
+
+def together(runs: list[tuple], **kwargs) -> list:
+    """Run every (config, out, resume) at once on one event loop and return their results in order.
+
+    Their calls share the model's engine (on the local model, one batch), and with the response
+    cache on, a call that another run is asking at that moment is asked once: `single`'s answers
+    are the debate's agent 1's round-1 answers, as when the runs went one after the other and the
+    later one found them in the cache. A run that fails does not stop the others; once all have
+    ended, the first failure is raised (what each finished is kept in its folder)."""
+    from debatekit.runner import arun, run
+
+    if len(runs) == 1:
+        config, out, again = runs[0]
+        return [run(config, out, resume=again, **kwargs)]
+
+    async def all_of() -> list:
+        return await asyncio.gather(*(arun(config, out, resume=again, **kwargs) for config, out, again in runs),
+                                    return_exceptions=True)
+
+    outcomes = asyncio.run(all_of())
+    for outcome in outcomes:
+        if isinstance(outcome, BaseException):
+            raise outcome
+    return outcomes
 
 
 def _resumable(outs: list[Path], parent: str) -> list[bool]:
@@ -319,7 +343,8 @@ def engine_line() -> str:
     if info.get("unresponsive"):
         return (f"local engine: not answering (no reply to a status request in {shared_engine.STATUS_TIMEOUT_S:.0f} s: "
                 f"its process is stopped or hung; see {shared_engine.folder() / 'engine.log'})")
-    models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads)" for m in info["models"]) or "none loaded"
+    models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads, speculation "
+                       f"{info.get('speculation', {}).get(m, 'off')})" for m in info["models"]) or "none loaded"
     return (f"local engine: running, pid {info['pid']}, up {time.time() - info['started']:.0f} s; models: {models}; "
             f"{len(info['clients'])} client(s) in the last 10 min, {info['in_flight']} call(s) in flight, "
             f"{info['served']} served ({info['completion_tokens']} completion tokens)")

@@ -30,7 +30,7 @@ def add(subparsers) -> dict:
     p.add_argument("--port", type=int, default=8765, help="TCP port (0: any free port); default 8765")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on; default 127.0.0.1 (loopback only: the server has no authentication)")
-    p.add_argument("--slots", type=int, help="parallel sequences (default: $DEBATEKIT_LOCAL_SLOTS or 4)")
+    p.add_argument("--slots", type=int, help="parallel sequences (default: $DEBATEKIT_LOCAL_SLOTS, else 8 where memory allows, else 4)")
     p.add_argument("--ctx-per-slot", type=int, default=4096, help="context tokens per slot")
     p.add_argument("--cache-ram", type=int, metavar="MIB",
                    help="host memory for parked conversation prefixes, MiB (0 off, -1 no limit; "

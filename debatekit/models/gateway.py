@@ -33,6 +33,7 @@ import os
 import re
 import sys
 import time
+import weakref
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -46,6 +47,9 @@ from debatekit.models.credentials import redact
 from debatekit.models.errors import LocalModelError, ProviderFault, classify, retry_after
 from debatekit.models.kinds import default_model, policy
 from debatekit.models.providers import litellm_module
+
+_IN_FLIGHT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+"""Per event loop: cache key -> the future reply of the call asking it now (`Gateway._fetch`)."""
 
 DEFAULT_MAX_TOKENS = 512
 """Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
@@ -312,16 +316,43 @@ class Gateway:
         return done
 
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
-        """One reply from the cache or the provider, retrying transient faults; None on failure."""
+        """One reply from the cache or the provider, retrying transient faults; None on failure.
+
+        With the cache on, a request identical to one in flight in this event loop (from any
+        gateway: runs started together) waits for that one's reply and takes it as a cache hit, as
+        it would have found it in the cache had it come later; if that call fails, it asks itself."""
         asked = request_key(model, messages, params, fmt)
         key = served_key(asked, self.served_by(model))
-        if self.cache is not None and (hit := self.cache.get(key)) is not None:
-            done.cache_hits += 1
-            self.stats["cache_hits"] += 1
-            self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
-            _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
-            done.replies.append(reply_record(key, hit, asked))
-            return hit
+        if self.cache is None:
+            return await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+        if (hit := self.cache.get(key)) is not None:
+            return self._hit(hit, key, asked, done)
+        in_flight = _IN_FLIGHT.setdefault(asyncio.get_running_loop(), {})
+        if (flying := in_flight.get(key)) is not None:
+            reply = await asyncio.shield(flying)
+            if reply is not None:
+                return self._hit(reply, key, asked, done)
+            return await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+        future = in_flight[key] = asyncio.get_running_loop().create_future()
+        reply = None
+        try:
+            reply = await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+            return reply
+        finally:
+            in_flight.pop(key, None)
+            future.set_result(reply)
+
+    def _hit(self, hit: dict, key: str, asked: str, done: Completion) -> dict:
+        done.cache_hits += 1
+        self.stats["cache_hits"] += 1
+        self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
+        _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
+        done.replies.append(reply_record(key, hit, asked))
+        return hit
+
+    async def _provide(self, model, messages, params, fmt, timeout, done: Completion, key: str,
+                       asked: str) -> dict | None:
+        """The provider's reply, retrying transient faults; stored in the cache; None on failure."""
         litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
         health = self._health.setdefault(model, _Health())
         for attempt in range(self.max_retries + 1):

@@ -217,3 +217,23 @@ def test_a_drained_run_exits_3_with_one_line_saying_how_to_continue(capsys, tmp_
                  "--out", str(tmp_path / "r"), "--quiet"]) == 3
     err = capsys.readouterr().err.strip()
     assert err.startswith("debatekit: drained:") and "--resume" in err and len(err.splitlines()) == 1
+
+
+def test_protocols_of_one_command_run_together_and_share_identical_calls(tmp_path, arithmetic_file, capsys):
+    """`debatekit run single society_of_mind` runs both at once: single's calls are in flight beside
+    the debate's round 1, and each of them, identical to agent 1's, reaches the model once."""
+    import json
+
+    model = scripted.register("cli-together", fn=lambda req: scripted.Delayed(0.05, answer(10)))
+    out = tmp_path / "out"
+    assert main(["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", model,
+                 "--agents", "2", "--out", str(out), "--quiet"]) == 0
+    items = len(arithmetic_file.read_text().splitlines())
+    # the debate's round 1 (all agree: it stops); single's calls waited for agent 1's
+    assert len(scripted.get("cli-together").requests) == 2 * items
+    events = {name: [json.loads(line) for line in (out / name / "events.jsonl").read_text().splitlines()]
+              for name in ("single", "society_of_mind")}
+    assert sum(e["cache_hit"] for run in events.values() for e in run) == items
+    assert min(e["ts"] for e in events["society_of_mind"]) < max(e["ts"] for e in events["single"])  # overlapping
+    table = capsys.readouterr().out.split("\n\n")[0].splitlines()
+    assert [line.split()[2] for line in table if line.startswith(("single ", "society_of_mind "))] == [str(items)] * 2

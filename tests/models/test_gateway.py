@@ -311,3 +311,65 @@ def test_a_reply_longer_than_the_stored_cap_is_read_as_the_model_wrote_it():
     _replies(gateway, ("word " * MAX_REPLY_CHARS + "\nAnswer: 3", "stop"))
     c = complete(gateway, "scripted/huge", output=LastNumber)
     assert c.ok and c.parsed.answer == 3 and "reply truncated" in c.text
+
+
+def _slow_provider(gateway, replies: list, asked: list):
+    """A provider that answers after a pause, in turn from `replies` (a Fault raises), counting its calls."""
+    mine: list = []
+
+    async def fake_call(model, messages, params, fmt):
+        asked.append(messages[-1]["content"])
+        mine.append(None)
+        reply = replies[len(mine) - 1]
+        await asyncio.sleep(0.05)
+        if isinstance(reply, Exception):
+            raise reply
+        return {"text": reply, "prompt_tokens": 3, "completion_tokens": 2, "cost": 0.0}
+
+    gateway._call = fake_call
+
+
+def test_a_request_identical_to_one_in_flight_is_asked_once_and_counted_as_a_cache_hit(tmp_path):
+    """Two runs started together (two gateways, one loop, one cache file): the second asker of the
+    same request waits for the first one's reply instead of asking the model again."""
+    cache = tmp_path / "c.sqlite"
+    first, second = Gateway(cache=ResponseCache(cache)), Gateway(cache=ResponseCache(cache))
+    asked: list = []
+    _slow_provider(first, ['{"answer": 4}'], asked)
+    _slow_provider(second, ['{"answer": 5}', '{"answer": 6}'], asked)
+
+    async def both():
+        return await asyncio.gather(first.complete("scripted/x", MSG, Num, seed=1),
+                                    second.complete("scripted/x", MSG, Num, seed=1),
+                                    second.complete("scripted/x", MSG, Num, seed=2))
+
+    a, b, other = asyncio.run(both())
+    assert len(asked) == 2  # seed 1 once, seed 2 once
+    assert a.calls == 1 and not a.cache_hit and a.parsed.answer == 4
+    assert b.calls == 0 and b.cache_hit and b.parsed.answer == 4
+    assert other.calls == 1 and not other.cache_hit
+
+
+def test_a_waiting_request_asks_itself_when_the_call_it_waited_for_failed(tmp_path):
+    gateway = Gateway(cache=ResponseCache(tmp_path / "c.sqlite"), max_retries=0)
+    asked: list = []
+    _slow_provider(gateway, [ValueError("bad request"), '{"answer": 4}'], asked)
+
+    async def both():
+        return await asyncio.gather(gateway.complete("scripted/x", MSG, Num),
+                                    gateway.complete("scripted/x", MSG, Num))
+
+    failed, answered = asyncio.run(both())
+    assert not failed.ok and answered.ok and answered.calls == 1 and len(asked) == 2
+
+
+def test_without_the_cache_identical_requests_in_flight_are_each_asked():
+    gateway = Gateway(cache=None)
+    asked: list = []
+    _slow_provider(gateway, ['{"answer": 4}', '{"answer": 5}'], asked)
+
+    async def both():
+        return await asyncio.gather(gateway.complete("scripted/x", MSG, Num),
+                                    gateway.complete("scripted/x", MSG, Num))
+
+    assert [c.parsed.answer for c in asyncio.run(both())] == [4, 5] and len(asked) == 2
