@@ -21,9 +21,21 @@ import os
 import sys
 from pathlib import Path
 
+import yaml
+
 from debatekit._base.terminal import visible
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent.parent / "notebooks"
+def notebooks_dir() -> Path:
+    """Folder of the shipped notebooks: the checkout's `notebooks/` (an editable install), else the
+    copy a wheel installs as `debatekit/_notebooks`."""
+    package = Path(__file__).resolve().parent.parent  # debatekit/
+    checkout = package.parent
+    if (checkout / "pyproject.toml").is_file() and (checkout / "notebooks" / "run_debate.ipynb").is_file():
+        return checkout / "notebooks"
+    return package / "_notebooks"
+
+
+NOTEBOOKS = notebooks_dir()
 
 
 def add(subparsers) -> dict:
@@ -43,6 +55,12 @@ def add(subparsers) -> dict:
                         "and the sweep's tables over its complete points")
     p.add_argument("--register", action="store_true",
                    help="register the grid's `plan` (registration.json beside it) before any point runs; run nothing")
+    p.add_argument("--model", help="run every point on this model instead of the grid's (with --out: the study's "
+                                    "design in a folder of its own), e.g. openai/gpt-4o-mini")
+    p.add_argument("--api-base", help="with --model: its OpenAI-compatible server, e.g. http://localhost:8000/v1")
+    p.add_argument("--api-key-env", help="with --model: the environment variable holding its API key")
+    p.add_argument("--set", action="append", default=[], dest="sets", metavar="KEY=VALUE",
+                   help="a protocol parameter for every point whose protocol has it (with --out); repeatable")
     p.add_argument("--estimate", action="store_true",
                    help="run each point on 10 items outside the study's sample, in a scratch folder, and print the "
                         "projected completion tokens and busy hours per configuration and look; keep nothing")
@@ -57,6 +75,7 @@ def run(args) -> int:
     if not grid.is_file():
         raise ValueError(f"grid {grid} does not exist")
     out = Path(args.out) if args.out else grid.parent
+    grid = retarget(grid, out, args)
     if args.status:
         from debatekit.sweep import progress
 
@@ -119,6 +138,31 @@ def run(args) -> int:
     notebook = write_study(out, png=args.png)
     print(f"{len(result.points)} points in {out}; study notebook {notebook}; report {out / 'report.html'}")
     return 0
+
+
+def retarget(grid: Path, out: Path, args) -> Path:
+    """The grid to run: `grid`, or with --model, --api-base, --api-key-env or --set the same design with
+    them applied (`sweep.grid.retargeted`), written as `out/grid.yaml` with a line saying where from."""
+    from debatekit.cli.app import _parse_set
+    from debatekit.sweep.grid import load_grid, retargeted
+
+    run = {k: v for k, v in (("model", args.model), ("api_base", args.api_base),
+                             ("api_key_env", args.api_key_env)) if v}
+    sets = _parse_set(args.sets)
+    if not run and not sets:
+        return grid
+    if "model" not in run and run:
+        raise ValueError("--api-base and --api-key-env go with --model")
+    if out.resolve() == grid.parent.resolve():
+        raise ValueError(f"--model and --set run the design of {grid} anew: give --out, a folder other than "
+                         f"{grid.parent}")
+    data = retargeted(load_grid(grid), run, sets)
+    out.mkdir(parents=True, exist_ok=True)
+    target = out / "grid.yaml"
+    changes = " ".join([*(f"--{k.replace('_', '-')} {v}" for k, v in run.items()), *(f"--set {s}" for s in args.sets)])
+    target.write_text(f"# the design of {grid} with {changes} (debatekit study)\n"
+                      + yaml.safe_dump(data, sort_keys=False, allow_unicode=True), encoding="utf-8")
+    return target
 
 
 def say_registration(grid: Path) -> None:

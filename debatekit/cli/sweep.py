@@ -13,7 +13,8 @@ RETRY_DEGRADED_HELP = ("also run again the debates that answered although some o
 
 def add(subparsers) -> dict:
     p = subparsers.add_parser("sweep", help="run a parameterized notebook once per grid point (papermill)")
-    p.add_argument("notebook", help="notebook with a `parameters` cell, e.g. notebooks/run_debate.ipynb")
+    p.add_argument("notebook", help="notebook with a `parameters` cell, e.g. notebooks/run_debate.ipynb (a shipped "
+                                    "notebook's name alone finds it in an installed package too)")
     p.add_argument("--grid", required=True, help="grid YAML: parameters, grid (lists), points (explicit)")
     p.add_argument("--out", required=True, help="sweep folder, e.g. results/NAME (a re-run skips complete points)")
     p.add_argument("--workers", type=int, default=1, help="points run at once, each in its own process")
@@ -46,7 +47,7 @@ def run(args) -> int:
         executor = DaskExecutor(args.workers, scheduler=args.scheduler)
     confirm = functools.partial(announce, yes=args.yes)
     try:
-        result = sweep.run_sweep(args.notebook, args.grid, args.out, workers=args.workers, executor=executor,
+        result = sweep.run_sweep(shipped(args.notebook), args.grid, args.out, workers=args.workers, executor=executor,
                                  progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout,
                                  retry_degraded=args.retry_degraded, confirm=confirm)
     except KeyboardInterrupt as exc:
@@ -71,3 +72,14 @@ def say_drained(result) -> None:
     if result.drained:
         print(f"debatekit: drained: {len(result.drained)} point(s) stopped or not started as asked; complete points "
               f"and finished debates are kept: run the same command to continue", file=sys.stderr)
+
+
+def shipped(notebook: str) -> str:
+    """`notebook` if it exists, else the shipped notebook of that name (`run_debate.ipynb` or
+    `notebooks/run_debate.ipynb` from any folder, a wheel's copy included)."""
+    from pathlib import Path
+
+    from debatekit.cli.study import notebooks_dir
+
+    own = notebooks_dir() / Path(notebook).name
+    return str(own) if not Path(notebook).exists() and own.is_file() else notebook

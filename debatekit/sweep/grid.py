@@ -250,3 +250,32 @@ def reused_point(name, points: list[Point]) -> Point | None:
     if len(matches) != 1:
         raise SweepError(f"reuse: {len(matches)} points of the grid run {name!r}; name one debate point")
     return matches[0]
+
+
+RUN_OVERRIDES = ("model", "api_base", "api_key_env")
+"""Run settings `retargeted` may set on every point of a grid (`debatekit study --model ...`)."""
+
+
+def retargeted(grid: dict, run: dict, sets: dict) -> dict:
+    """The same design on another model: `grid` with its points listed one by one, each taking
+    `run` (model, api_base, api_key_env) and each protocol parameter of `sets` that its protocol has.
+    Each point keeps the readable part of its id (what varies between points) and gets another
+    hash, so its run folder is never the original's; `primary` and `plan` carry over.
+
+    Raises:
+        SweepError: a run setting not in `RUN_OVERRIDES`, or a parameter of `sets` that no point's protocol has.
+    """
+    from debatekit import registry
+
+    unknown = sorted(set(run) - set(RUN_OVERRIDES))
+    if unknown:
+        raise SweepError(f"cannot set {', '.join(unknown)} on every point; only {', '.join(RUN_OVERRIDES)}")
+    points = [dict(p.params) for p in expand_grid(grid)]
+    for key, value in sets.items():
+        taking = [p for p in points if registry.get(p.get("protocol", "")).accepts(key)]
+        if not taking:
+            raise SweepError(f"no point's protocol has parameter {key!r}")
+        for p in taking:
+            p[key] = value
+    shape = grid if GRID_KEYS & set(grid) else {"grid": grid}
+    return {"points": [{**p, **run} for p in points], **{k: v for k, v in shape.items() if k in STUDY_KEYS}}

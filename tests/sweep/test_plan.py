@@ -232,3 +232,37 @@ def test_an_estimate_of_a_vote_that_reuses_a_debate_runs_the_debate_first(tmp_pa
     # the debate's 3 agents on 10 items, then only the vote's 2 fresh samples on each
     assert sorted(set(asked)) == ["agent1", "agent2", "agent3", "sample4", "sample5"] and len(asked) == 50
     assert set(table["configuration"]) >= {"all"}
+
+
+def test_a_study_runs_on_the_readers_model_in_a_folder_of_its_own(tmp_path, capsys, points_here):
+    """`debatekit study GRID --model M --out DIR` runs the committed design on M: the grid is
+    untouched, DIR gets the grid it ran (with where it came from) and every run.json names M."""
+    _model(single_right=lambda i: False, sample_right=lambda i: True)
+    scripted.register("readers", fn=scripted.get("planned")._fn)
+    grid = _grid(tmp_path / "study")
+    before = grid.read_text()
+    mine = tmp_path / "mine"
+    assert cli.main(["study", str(grid), "--model", "scripted/readers", "--set", "samples=3",
+                     "--out", str(mine), "--quiet"]) == 0
+    assert grid.read_text() == before and not list(grid.parent.glob("*/run.json"))
+    assert (mine / "grid.yaml").read_text().startswith(f"# the design of {grid} with --model scripted/readers --set samples=3")
+    configs = {p.parent.name.split("-")[0]: json.loads(p.read_text())["config"] for p in mine.glob("*/run.json")}
+    assert {name: c["model"] for name, c in configs.items()} == {"single": "scripted/readers",
+                                                                "self_consistency": "scripted/readers"}
+    assert configs["self_consistency"]["params"]["samples"] == 3 and "samples" not in configs["single"]["params"]
+    assert not scripted.get("planned").requests and scripted.get("readers").requests
+    assert (mine / "report.html").exists()
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--model", "scripted/x"], "give --out, a folder other than"),
+    (["--api-base", "http://x", "--out", "elsewhere"], "--api-base and --api-key-env go with --model"),
+    (["--set", "colour=red", "--out", "elsewhere"], "no point's protocol has parameter 'colour'"),
+])
+def test_a_retargeted_study_refuses_what_it_cannot_do_in_one_line(tmp_path, capsys, monkeypatch, argv, message):
+    monkeypatch.chdir(tmp_path)
+    grid = _grid(tmp_path / "study")
+    assert cli.main(["study", str(grid), *argv, "--quiet"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "elsewhere" / "grid.yaml").exists()
