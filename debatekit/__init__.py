@@ -10,7 +10,6 @@ the bottom layer up: `models` (every model call), `records` (the run folder's fo
 `runner` (a protocol over a dataset), `sweep` (grids of notebooks, reports) and `cli`.
 """
 
-from debatekit._base import moved as _moved
 from debatekit._base.lazy import exports as _exports
 
 __version__ = "0.1.0"
@@ -19,4 +18,3 @@ __all__ = ["Debate", "Outcome", "RunConfig", "arun", "node", "protocol", "run"]
 __getattr__, __dir__ = _exports(__name__, {
     "run": "runner", "arun": "runner", "RunConfig": "records.schemas", "protocol": "registry",
     "Debate": "engine", "Outcome": "engine", "node": "protocols.nodes"})
-_moved.install()

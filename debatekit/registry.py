@@ -33,7 +33,6 @@ import importlib
 import importlib.util
 import inspect
 import sys
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal
@@ -81,8 +80,6 @@ class ProtocolSpec:
     """The shape of `Outcome.output`, checked on every debate before it is written."""
     review: Callable[[Any], list[str]] | None = None
     """Lines a human reviewer reads of one escalated debate, from its folder (`debatekit review --show`)."""
-    renamed: dict[str, str] = field(default_factory=dict)
-    """Old parameter name -> new one; the old one still works for one release, with a DeprecationWarning."""
     flags: dict[str, str | None] = field(default_factory=dict)
     """The parameter a CLI flag sets (`{"rounds": "max_rounds"}`; None: the flag does not apply);
     by default `--agents`/`--rounds` set the parameter of the same name."""
@@ -131,8 +128,8 @@ class ProtocolSpec:
         return [m for name, value in params.items() if names_models(name) for m in model_strings(value)]
 
     def accepts(self, name: str) -> bool:
-        """A parameter name this protocol takes, old names included."""
-        return name in self.params or name in self.renamed
+        """A parameter name this protocol takes."""
+        return name in self.params
 
     @property
     def params(self) -> dict[str, inspect.Parameter]:
@@ -143,7 +140,6 @@ class ProtocolSpec:
 
     def validate(self, params: dict[str, Any]) -> dict[str, Any]:
         """Parameters checked against the factory signature: unknown names and wrong types fail."""
-        params = self._rename(params)
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
@@ -171,18 +167,6 @@ class ProtocolSpec:
         fields = {k: (hints.get(k, Any), p.default) for k, p in self.params.items()}
         return create_model(f"{self.name}_params", __config__=ConfigDict(extra="forbid", allow_inf_nan=False),
                             **fields)
-
-    def _rename(self, params: dict[str, Any]) -> dict[str, Any]:
-        out = dict(params)
-        for old, new in self.renamed.items():
-            if old not in out:
-                continue
-            if new in out:
-                raise ProtocolError(f"protocol {self.name!r}: give {new!r} only ({old!r} is its old name)")
-            warnings.warn(f"protocol {self.name!r}: parameter {old!r} is now {new!r}; the old name goes in the "
-                          "next release", DeprecationWarning, stacklevel=4)
-            out[new] = out.pop(old)
-        return out
 
     def build(self, params: dict[str, Any]) -> Solver:
         """The solver for `params`; each debate's output is checked against `output` (when the
@@ -234,7 +218,7 @@ def model_strings(value) -> list[str]:
 
 def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None,
              node: Node | None = None, output: type[BaseModel] | None = None,
-             renamed: dict[str, str] | None = None, flags: dict[str, str | None] | None = None,
+             flags: dict[str, str | None] | None = None,
              review: Callable[[Any], list[str]] | None = None,
              debate_report: Callable[[Any, Any], str] | None = None,
              baseline: Literal["single", "equal_budget"] | None = None, short: str | None = None,
@@ -243,7 +227,7 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
     `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms;
     `node` (optional) lets `debatekit.node` run it over a workflow state; `output` (optional) is
     the pydantic model of its `Outcome.output`, listed by `debatekit protocols --schema NAME`;
-    `renamed` maps old parameter names to new ones; `flags` says which parameter `--agents` and
+    `flags` says which parameter `--agents` and
     `--rounds` set; `review(folder) -> lines` what a human reviewer reads of an escalated debate;
     `debate_report(record, item_folder) -> str` what `debatekit show` prints for one debate;
     `baseline` its role in sweep reports ("single", "equal_budget" or None for a debate);
@@ -265,7 +249,7 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
                                 f"{describe(known.source)}; rename one of them")
         _protocols[name] = ProtocolSpec(
             name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
-            report=report, node=node, output=output, review=review, renamed=renamed or {}, flags=flags or {},
+            report=report, node=node, output=output, review=review, flags=flags or {},
             debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {},
             source=dict(source), paper=paper)
         return factory

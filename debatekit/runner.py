@@ -200,7 +200,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         bar.close()
         debates = [d for d in folder.debates() if d.item_id in {i.id for i in items}]
         record.summary = {**summarize(debates), **review.counts(folder.path)}
-        record.summary["wall_s"] = round(time.monotonic() - started, 2)  # this session's run time
+        record.summary["wall_s"] = round(time.monotonic() - started, 2)  # this start's run time (a resume counts its own)
         record.finished = now()
         try:
             folder.write_run(record)

@@ -6,13 +6,11 @@ import functools
 import importlib
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 import pytest
 
 from debatekit import registry
-from debatekit._base.moved import MOVED, SPLIT
 
 PACKAGE = Path(__file__).resolve().parent.parent / "debatekit"
 LAYERS = ["_base", "models", "records", "datasets", "engine", "registry", "protocols", "analysis", "runner",
@@ -98,28 +96,14 @@ def test_the_names_every_user_needs_import_from_the_top():
 def test_import_debatekit_loads_no_layer():
     code = "import sys, debatekit; print(sorted(m for m in sys.modules if m.startswith('debatekit.')))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-    assert loaded.strip() == "['debatekit._base', 'debatekit._base.lazy', 'debatekit._base.moved']"
+    assert loaded.strip() == "['debatekit._base', 'debatekit._base.lazy']"
 
 
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_an_old_path_is_the_new_module_with_a_warning(old):
-    sys.modules.pop(f"debatekit.{old}", None)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        module = importlib.import_module(f"debatekit.{old}")
-    assert module is importlib.import_module(f"debatekit.{MOVED[old]}")
-    assert any(issubclass(w.category, DeprecationWarning) and MOVED[old] in str(w.message) for w in caught)
-
-
-def test_a_split_module_offers_the_functions_of_both_halves():
-    sys.modules.pop("debatekit.metrics", None)
-    with pytest.warns(DeprecationWarning, match="datasets.voting and debatekit.analysis.intervals"):
-        metrics = importlib.import_module("debatekit.metrics")
-    from debatekit.analysis.intervals import bootstrap_ci
-    from debatekit.datasets.voting import majority
-
-    assert metrics.majority is majority and metrics.bootstrap_ci is bootstrap_ci
-    assert set(SPLIT) == {"metrics"}
+def test_no_old_import_path_is_kept():
+    """0.x keeps no aliases of moved modules: the old path is simply not there."""
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("debatekit.gateway")
+    assert not (Path(registry.__file__).parent / "_base" / "moved.py").exists()
 
 
 def test_every_builtin_protocol_module_is_listed():

@@ -33,20 +33,13 @@ def test_parameters_given_explicitly_win_over_those_the_state_carries(model_from
     assert out["agent_reports"] == [{"agent": "a", "findings": []}, {"agent": "b", "findings": []}]
 
 
-@pytest.mark.parametrize("protocol,old,new,value", [
-    ("cross_critique", "personas", "agents", ["NLA", "ALA"]),
-    ("dynamics", "roles", "agents", ["CFO", "COO"]),
-    ("judge_refine", "reasoners", "agents", ["log_focused", "hybrid"]),
-    ("arbitration", "arbitrator_model", "judge_model", "scripted/schema"),
-])
-def test_old_parameter_names_work_one_release_with_a_deprecation_warning(protocol, old, new, value):
+@pytest.mark.parametrize("protocol,old", [("cross_critique", "personas"), ("dynamics", "roles"),
+                                          ("judge_refine", "reasoners"), ("arbitration", "arbitrator_model")])
+def test_old_parameter_names_are_refused_with_the_names_there_are(protocol, old):
     from debatekit import registry
 
-    spec = registry.get(protocol)
-    with pytest.warns(DeprecationWarning, match=f"{old!r} is now {new!r}"):
-        assert spec.validate({old: value})[new] == value
-    with pytest.raises(ProtocolError, match=f"give {new!r} only"):
-        spec.validate({old: value, new: value})
+    with pytest.raises(ProtocolError, match=f"has no parameter {old!r}"):
+        registry.get(protocol).validate({old: "x"})
 
 
 @pytest.mark.parametrize("params", [{"judge_model": "scripted/the-judge"}, {"models": {"judge": "scripted/the-judge"}}])

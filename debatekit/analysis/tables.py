@@ -6,9 +6,9 @@
     tables.turns            # one row per model call (events.jsonl)
     round_metrics(tables)   # per run and round: accuracy per agent and majority, agreement, flips
     seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
-    compare(tables, baseline="single")   # paired differences against a baseline (debatekit.analysis.paired)
-    decomposition(tables)                # one society_of_mind run as single, vote and debate (debatekit.analysis.decompose)
-    detectable_difference(n=100, discordance=0.25)  # planning: what 100 items could detect (debatekit.analysis.power)
+
+Paired comparisons, the decomposition of a debate and study planning live beside it in
+`debatekit.analysis.paired`, `.decompose` and `.power`.
 """
 
 from __future__ import annotations
@@ -19,10 +19,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from debatekit.analysis.decompose import decompose, decomposition  # noqa: F401 - likewise
 from debatekit.analysis.intervals import N_BOOT, bootstrap_ci, nested_bootstrap_ci
-from debatekit.analysis.paired import compare  # noqa: F401 - part of this module's interface
-from debatekit.analysis.power import detectable_difference, items_needed, mcnemar_power  # noqa: F401 - likewise
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 from debatekit.records.schemas import ANSWERED, DebateRecord, cut_offs
 

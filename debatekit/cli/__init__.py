@@ -1,6 +1,5 @@
-"""The `debatekit` command: `app` parses the arguments and runs `run`, `compare`, `models`,
-`protocols` and `explore`; each other module here is one more subcommand with
-`add(subparsers) -> {name: handler}`."""
+"""The `debatekit` command: `app` parses the arguments and runs `run`, `datasets` and
+`models`; each other module here is one more subcommand with `add(subparsers) -> {name: handler}`."""
 
 from debatekit.cli.app import main
 

@@ -138,7 +138,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 
 @protocol("arbitration", paper="seed 001", item=ArbitrationItem, report=run_report,
-          node=Node(_node_item, _node_result, _node_params), output=ArbitrationOutput, renamed={"arbitrator_model": "judge_model"},
+          node=Node(_node_item, _node_result, _node_params), output=ArbitrationOutput,
           stop_reasons={"complete": "every contradiction found was arbitrated",
                         "skipped": "the reports had no contradiction to arbitrate"})
 def arbitration(

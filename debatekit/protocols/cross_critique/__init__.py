@@ -155,7 +155,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 
 @protocol("cross_critique", paper="seed 000", item=LegalItem, node=Node(_node_item, _node_result),
-          output=CrossCritiqueOutput, renamed={"personas": "agents"}, flags={"agents": None}, review=review_lines)
+          output=CrossCritiqueOutput, flags={"agents": None}, review=review_lines)
 def cross_critique(
     agents: list[str] = ["NLA", "ALA"],
     persona_prompts: dict[str, str] = {},

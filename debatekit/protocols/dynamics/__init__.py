@@ -52,7 +52,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 @protocol("dynamics", paper="seed 003", item=Decision, node=Node(_node_item, _node_result),
           output=DynamicsOutput,
-          renamed={"roles": "agents"}, flags={"agents": None, "rounds": "max_rounds"},
+          flags={"agents": None, "rounds": "max_rounds"},
           stop_reasons={"single_agent": "one agent answered alone (routed that way)",
                         "council_route": "routed straight to the council, no debate",
                         "total_timeout": "circuit breaker: the debate's total time ran out",

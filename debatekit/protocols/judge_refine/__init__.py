@@ -123,7 +123,7 @@ class JudgeRefineOutput(BaseModel):
     improvement_trajectory: list[int | None]
 
 
-@protocol("judge_refine", paper="seed 004", item=Incident, output=JudgeRefineOutput, renamed={"reasoners": "agents"},
+@protocol("judge_refine", paper="seed 004", item=Incident, output=JudgeRefineOutput,
           flags={"agents": None}, debate_report=report)
 def judge_refine(
     agents: list[str] = ["log_focused", "kg_focused", "hybrid"],

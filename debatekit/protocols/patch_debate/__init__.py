@@ -128,7 +128,7 @@ def patch_debate(
     """Aspect sentiment: Stage 1, EPM/TAN/CJ patch debate, Stage-2 review, rule-based moderator.
 
     Threshold dicts may name only some keys; the others keep the seed's values. mapping_thresholds:
-    coverage_warn/high, no_match_warn/high, neutral_warn/high (see absa.mapping.MappingThresholds).
+    coverage_warn/high, no_match_warn/high, neutral_warn/high (see `patch_debate.mapping.MappingThresholds`).
     """
     cast = {k: DebatePersona.model_validate({**(DEFAULT_PERSONAS[k].model_dump() if k in DEFAULT_PERSONAS else {}),
                                              **v}) for k, v in {**{k: {} for k in DEFAULT_PERSONAS}, **personas}.items()}
