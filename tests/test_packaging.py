@@ -106,7 +106,8 @@ def test_an_installed_wheel_runs_a_sweep_and_a_study_with_its_own_notebooks(whee
         primary: {config: self_consistency, against: single, margin: 0.1}
         """))
     env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path), "DEBATEKIT_CACHE_DIR": str(tmp_path / "c"),
-           "NO_COLOR": "1", **{k: v for k, v in os.environ.items() if k in ("LANG", "TMPDIR")}}
+           "NO_COLOR": "1", "JUPYTER_PATH": str(Path(sys.prefix) / "share" / "jupyter"),  # nbconvert's templates
+           **{k: v for k, v in os.environ.items() if k in ("LANG", "TMPDIR")}}
 
     def debatekit(*argv: str) -> str:
         done = subprocess.run([str(venv / "bin" / "python"), "-m", "debatekit.cli", *argv], cwd=work, env=env,

@@ -25,18 +25,6 @@ import yaml
 
 from debatekit._base.terminal import visible
 
-def notebooks_dir() -> Path:
-    """Folder of the shipped notebooks: the checkout's `notebooks/` (an editable install), else the
-    copy a wheel installs as `debatekit/_notebooks`."""
-    package = Path(__file__).resolve().parent.parent  # debatekit/
-    checkout = package.parent
-    if (checkout / "pyproject.toml").is_file() and (checkout / "notebooks" / "run_debate.ipynb").is_file():
-        return checkout / "notebooks"
-    return package / "_notebooks"
-
-
-NOTEBOOKS = notebooks_dir()
-
 
 def add(subparsers) -> dict:
     from debatekit.cli.sweep import RETRY_DEGRADED_HELP
@@ -70,6 +58,7 @@ def add(subparsers) -> dict:
 def run(args) -> int:
     from debatekit import sweep
     from debatekit._base.extras import need
+    from debatekit.sweep.shipped import notebooks_dir
 
     grid = Path(args.grid)
     if not grid.is_file():
@@ -111,7 +100,7 @@ def run(args) -> int:
         say_registration(grid)
     for look, extent in enumerate(plan["looks"] if plan else [None], start=1):
         try:
-            result = sweep.run_sweep(NOTEBOOKS / "run_debate.ipynb", grid, out, workers=args.workers,
+            result = sweep.run_sweep(notebooks_dir() / "run_debate.ipynb", grid, out, workers=args.workers,
                                      progress=not args.quiet, retry_degraded=args.retry_degraded, extent=extent)
         except KeyboardInterrupt as exc:  # Ctrl-C, SIGTERM: a study resumes by its own command, not --resume
             from debatekit._base import signals
@@ -212,11 +201,13 @@ def write_study(out: Path, png: bool = False) -> Path:
     import papermill
 
     from debatekit.sweep import report
+    from debatekit.sweep.shipped import notebooks_dir
 
+    notebooks = notebooks_dir()
     notebook = out / "study.ipynb"
     # relative to the notebook's working folder, so that a committed notebook names no machine's paths
-    where = os.path.relpath(out.resolve(), NOTEBOOKS)
-    papermill.execute_notebook(str(NOTEBOOKS / "study.ipynb"), str(notebook), cwd=str(NOTEBOOKS),
+    where = os.path.relpath(out.resolve(), notebooks)
+    papermill.execute_notebook(str(notebooks / "study.ipynb"), str(notebook), cwd=str(notebooks),
                                parameters={"sweep_dir": where, "png_dir": where if png else None},
                                progress_bar=False)
     report.write_notebook_html(notebook, out / "report.html")

@@ -47,6 +47,8 @@ def run(args) -> int:
         executor = DaskExecutor(args.workers, scheduler=args.scheduler)
     confirm = functools.partial(announce, yes=args.yes)
     try:
+        from debatekit.sweep.shipped import shipped
+
         result = sweep.run_sweep(shipped(args.notebook), args.grid, args.out, workers=args.workers, executor=executor,
                                  progress=not args.quiet, kernel_name=args.kernel, cell_timeout=args.cell_timeout,
                                  retry_degraded=args.retry_degraded, confirm=confirm)
@@ -73,13 +75,3 @@ def say_drained(result) -> None:
         print(f"debatekit: drained: {len(result.drained)} point(s) stopped or not started as asked; complete points "
               f"and finished debates are kept: run the same command to continue", file=sys.stderr)
 
-
-def shipped(notebook: str) -> str:
-    """`notebook` if it exists, else the shipped notebook of that name (`run_debate.ipynb` or
-    `notebooks/run_debate.ipynb` from any folder, a wheel's copy included)."""
-    from pathlib import Path
-
-    from debatekit.cli.study import notebooks_dir
-
-    own = notebooks_dir() / Path(notebook).name
-    return str(own) if not Path(notebook).exists() and own.is_file() else notebook

@@ -221,7 +221,7 @@ class Engine:
         params.verbosity = -1
         self.cache = cache or prefix_cache(mem_available())
         self.cache.apply(params)
-        self.speculation = speculation or speculating.speculation(slots)
+        self.speculation = speculation or speculating.speculation()
         draft = None
         if self.speculation.kind == "draft":
             ready(self.speculation.draft)

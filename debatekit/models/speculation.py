@@ -1,24 +1,25 @@
 """Speculative decoding on the local engine: guessing several tokens ahead and checking them at once.
 
 llama.cpp can propose a run of next tokens cheaply and have the model verify them in one batch:
-a token the model would have produced itself is kept, so every position is still sampled from the
-model's own distribution (at temperature 0 the reply is the same, up to the arithmetic of a batch
-that differs by the last bits; at any temperature the distribution is the model's). The guesses come
+it samples each position from the model as usual and keeps a guess only where it matches, so in
+principle the replies are drawn from the model's own distribution (at temperature 0 they are the
+same, up to the last bits of a batch's arithmetic). The guesses come
 from an n-gram lookup in the text so far (no second model: a debate's revise prompts hold the other
 agents' reasoning, which a revision restates) or from a smaller draft model.
 
-It pays only where guesses are accepted and verifying a batch costs little more than one token:
-on a CPU a batch of guessed tokens is real work, and with many slots decoding at once the CPU has
-no idle capacity left to spend on guesses. `DEBATEKIT_LOCAL_SPECULATION` chooses:
+It pays only where guesses are accepted and verifying a batch of them costs little more than
+one token. On CPU cores the batch is real work: measured on 2 cores (`python -m benchmarks
+speculation`, `docs/local-engine.md#speculative-decoding`), llama.cpp's `ngram_simple` had 41 to
+60% of its guesses accepted in revise rounds, yet a debate's calls went 0.88x, 1.02x and 0.95x as
+fast as without at 1, 4 and 32 slots (answer rounds slower at every count). So it is off unless
+`DEBATEKIT_LOCAL_SPECULATION` says otherwise:
 
-- `auto` (default): `DEFAULT_BY_SLOTS`, the measured winner for the engine's slot count
-  (`python -m benchmarks local_engine --speculation`, `docs/local-engine.md#speculative-decoding`);
-- `off`;
+- `off` (default);
 - `ngram_simple`, `ngram_mod`, `ngram_map_k`: llama.cpp's n-gram lookups of those names;
 - `draft:NAME`: a draft model, a known local model name or a path to a .gguf file.
 
 llama.cpp sets speculation for the whole engine, not per request, so an engine cannot switch it
-on only for revise rounds.
+on only for revise rounds. Measure on the machine before turning it on.
 """
 
 from __future__ import annotations
@@ -29,8 +30,6 @@ from dataclasses import dataclass
 from debatekit.models.errors import LocalModelError
 
 NGRAMS = ("ngram_simple", "ngram_mod", "ngram_map_k")
-# the measured winner per slot count (the highest count at or below the engine's applies)
-DEFAULT_BY_SLOTS: dict[int, str] = {1: "off"}
 
 
 @dataclass(frozen=True)
@@ -72,17 +71,10 @@ def parse(text: str) -> Speculation:
         return Speculation(lowered)
     if lowered.startswith("draft:") and value[6:].strip():
         return Speculation("draft", value[6:].strip())
-    raise LocalModelError(f"DEBATEKIT_LOCAL_SPECULATION must be auto, off, {', '.join(NGRAMS)} or draft:MODEL, "
+    raise LocalModelError(f"DEBATEKIT_LOCAL_SPECULATION must be off, {', '.join(NGRAMS)} or draft:MODEL, "
                           f"got {text!r}")
 
 
-def default(slots: int) -> Speculation:
-    """The measured default for an engine of `slots` parallel sequences (`DEFAULT_BY_SLOTS`)."""
-    fitting = [n for n in DEFAULT_BY_SLOTS if n <= slots]
-    return parse(DEFAULT_BY_SLOTS[max(fitting)] if fitting else "off")
-
-
-def speculation(slots: int) -> Speculation:
-    """The engine's speculation from $DEBATEKIT_LOCAL_SPECULATION (default `auto`: `default(slots)`)."""
-    value = os.environ.get("DEBATEKIT_LOCAL_SPECULATION", "").strip() or "auto"
-    return default(slots) if value.lower() == "auto" else parse(value)
+def speculation() -> Speculation:
+    """The engine's speculation from $DEBATEKIT_LOCAL_SPECULATION (default off)."""
+    return parse(os.environ.get("DEBATEKIT_LOCAL_SPECULATION", "").strip() or "off")

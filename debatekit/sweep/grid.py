@@ -270,7 +270,7 @@ def retargeted(grid: dict, run: dict, sets: dict) -> dict:
     unknown = sorted(set(run) - set(RUN_OVERRIDES))
     if unknown:
         raise SweepError(f"cannot set {', '.join(unknown)} on every point; only {', '.join(RUN_OVERRIDES)}")
-    points = [dict(p.params) for p in expand_grid(grid)]
+    points = [dict(p.parameters) for p in expand_grid(grid)]
     for key, value in sets.items():
         taking = [p for p in points if registry.get(p.get("protocol", "")).accepts(key)]
         if not taking:

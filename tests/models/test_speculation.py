@@ -16,16 +16,15 @@ def test_settings_are_read(text, kind, draft):
 @pytest.mark.parametrize("text", ["on", "ngram", "draft:", "1"])
 def test_a_setting_not_known_is_one_line_naming_the_values(text, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_SPECULATION", text)
-    with pytest.raises(LocalModelError, match="must be auto, off, ngram_simple"):
-        speculation.speculation(4)
+    with pytest.raises(LocalModelError, match="must be off, ngram_simple"):
+        speculation.speculation()
 
 
-def test_auto_takes_the_measured_choice_for_the_slot_count(monkeypatch):
+def test_it_is_off_unless_asked_for(monkeypatch):
     monkeypatch.delenv("DEBATEKIT_LOCAL_SPECULATION", raising=False)
-    monkeypatch.setattr(speculation, "DEFAULT_BY_SLOTS", {1: "ngram_simple", 8: "off"})
-    assert [str(speculation.speculation(n)) for n in (1, 4, 7, 8, 32)] == ["ngram_simple"] * 3 + ["off"] * 2
-    monkeypatch.setenv("DEBATEKIT_LOCAL_SPECULATION", "off")
-    assert speculation.speculation(1) == Speculation()
+    assert speculation.speculation() == Speculation()
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SPECULATION", "ngram_simple")
+    assert speculation.speculation() == Speculation("ngram_simple")
 
 
 def test_the_choice_reaches_the_engine_parameters():
