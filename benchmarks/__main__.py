@@ -20,6 +20,7 @@ BENCHMARKS = {
     "caps": "the reply-cap tables of dynamics and judge_refine from the committed runs",
     "json_constraint_probe": "the local model with and without a JSON grammar on 20 arithmetic items",
     "speculation": "speculative decoding against none on the GSM8K debate's own prompts, per slot count and phase",
+    "first_command": "the README's first command, its run part, timed the newcomer's way: checkout A against B",
     "sequential": "type-I error and power of the sequential study designs, by simulation (no model)",
 }
 
