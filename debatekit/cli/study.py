@@ -204,11 +204,17 @@ def write_study(out: Path, png: bool = False) -> Path:
     from debatekit.sweep.shipped import notebooks_dir
 
     notebooks = notebooks_dir()
-    notebook = out / "study.ipynb"
+    notebook, fresh = out / "study.ipynb", out / ".study-new.ipynb"
     # relative to the notebook's working folder, so that a committed notebook names no machine's paths
     where = os.path.relpath(out.resolve(), notebooks)
-    papermill.execute_notebook(str(notebooks / "study.ipynb"), str(notebook), cwd=str(notebooks),
-                               parameters={"sweep_dir": where, "png_dir": where if png else None},
-                               progress_bar=False)
+    try:
+        papermill.execute_notebook(str(notebooks / "study.ipynb"), str(fresh), cwd=str(notebooks),
+                                   parameters={"sweep_dir": where, "png_dir": where if png else None},
+                                   progress_bar=False)
+        if (out / "report.html").exists() and report.same_notebook(fresh, notebook):
+            return notebook  # nothing it shows changed: a re-run leaves the files as they were
+        os.replace(fresh, notebook)
+    finally:
+        fresh.unlink(missing_ok=True)
     report.write_notebook_html(notebook, out / "report.html")
     return notebook

@@ -110,6 +110,8 @@ def _notebook_args(point: Point, declared: set[str], out: Path, base: Path | Non
         if "extra" not in declared:
             raise SweepError(f"point {point.id}: the notebook has no parameter {', '.join(map(repr, extra))}")
         params["extra"] = {**(params.get("extra") or {}), **extra}
+    if "limit" in declared:  # no limit in the grid is every item, as with `debatekit run`, whatever the notebook's default
+        params.setdefault("limit", None)
     params["out_dir"] = _rel(out / point.id)
     params["summary_path"] = _rel(out / f"{point.id}.json")
     return params
@@ -312,6 +314,14 @@ def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> No
     from debatekit import __version__
     from debatekit.records.trace import git_commit
 
-    meta = {"notebook": str(notebook), "grid": grid, "debatekit_version": __version__, "git_commit": git_commit(),
+    meta = {"notebook": _rel(Path(notebook)), "grid": grid, "debatekit_version": __version__, "git_commit": git_commit(),
             "points": [{"id": p.id, "hash": p.digest, "parameters": p.parameters} for p in points]}
-    files.write_text(out / "sweep.json", json.dumps(meta, indent=2, default=str))
+    text = json.dumps(meta, indent=2, default=str)
+    try:
+        known = json.loads((out / "sweep.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        known = None
+    unchanged = ("notebook", "git_commit")  # where it was run from, not what it is: a re-run leaves the file alone
+    if isinstance(known, dict) and json.loads(text) | {k: known.get(k) for k in unchanged} == known:
+        return
+    files.write_text(out / "sweep.json", text)

@@ -228,6 +228,29 @@ def notebook_html(notebook: Path | str) -> str:
     return body
 
 
+RUN_METADATA = ("papermill", "execution")
+"""Notebook and cell metadata that says when and how long it ran, not what it shows."""
+
+
+def same_notebook(a: Path | str, b: Path | str) -> bool:
+    """Whether two executed notebooks show the same: sources and outputs equal, run times and cell
+    ids aside (papermill gives its injected parameters cell a new id each run). False when either
+    cannot be read."""
+    def shown(path) -> dict | None:
+        try:
+            nb = json.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        for part in (nb, *nb.get("cells", [])):
+            part["metadata"] = {k: v for k, v in (part.get("metadata") or {}).items() if k not in RUN_METADATA}
+        for cell in nb.get("cells", []):
+            cell.pop("id", None)
+        return nb
+
+    first = shown(a)
+    return first is not None and first == shown(b)
+
+
 def write_notebook_html(notebook: Path | str, out: Path | str | None = None) -> Path:
     path = Path(out) if out else Path(notebook).with_suffix(".html")
     files.write_text(path, notebook_html(notebook))

@@ -266,3 +266,17 @@ def test_a_retargeted_study_refuses_what_it_cannot_do_in_one_line(tmp_path, caps
     err = capsys.readouterr().err.strip()
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "elsewhere" / "grid.yaml").exists()
+
+
+def test_a_study_run_again_with_nothing_to_do_changes_no_file(tmp_path, points_here):
+    _model(single_right=lambda i: False, sample_right=lambda i: True)
+    grid = _grid(tmp_path / "study")
+    assert cli.main(["study", str(grid), "--quiet"]) == 0
+    written = {name: (grid.parent / name).read_bytes() for name in ("sweep.json", "study.ipynb", "report.html")}
+    assert cli.main(["study", str(grid), "--quiet"]) == 0
+    assert {name: (grid.parent / name).read_bytes() for name in written} == written
+    assert not list(grid.parent.glob(".study*"))
+    # a change the report shows is written
+    (grid.parent / "looks.json").unlink()
+    assert cli.main(["study", str(grid), "--report-only", "--quiet"]) == 0
+    assert (grid.parent / "study.ipynb").read_bytes() != written["study.ipynb"]

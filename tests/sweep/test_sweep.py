@@ -293,3 +293,17 @@ def test_a_failed_points_error_is_printed_with_its_terminal_escapes_as_text(tmp_
     err = capsys.readouterr().err
     assert "\x1b" not in err and "\x07" not in err
     assert "server said \\x1b]0;pwned\\x07\\x1b[2J\\x1b[31mretry" in err and "run(\\x1b[2J)" in err
+
+
+def test_a_grid_without_limit_runs_every_item_whatever_the_notebooks_default(tmp_path, monkeypatch):
+    """run_debate.ipynb's parameters cell says `limit = 3`; a grid that names no limit gets all items."""
+    import papermill
+
+    assert "limit = 3" in "".join(nbformat.read(NOTEBOOK, as_version=4).cells[1].source)
+    given = []
+    monkeypatch.setattr(papermill, "execute_notebook", lambda nb, out, parameters=None, **k: given.append(parameters))
+    monkeypatch.chdir(tmp_path)
+    sweep.run_sweep(NOTEBOOK, {"points": [{"protocol": "single", "dataset": "arithmetic"},
+                                          {"protocol": "single", "dataset": "arithmetic", "limit": 2}]},
+                    tmp_path / "out", executor=InProcess(), progress=False)
+    assert sorted((p["limit"] is None, p["limit"]) for p in given) == [(False, 2), (True, None)]
