@@ -110,14 +110,14 @@ def side(slots: int, kind: str, work: list[dict]) -> dict:
     return {"walls": walls, "replies": replies}
 
 
-def isolated(slots: int, kind: str, work: list[dict]) -> dict:
-    """`side` in a child process of its own: an engine and its threads end with it, so no engine
-    of an earlier side lingers beside this one."""
+def isolated(fn, *args):
+    """`fn(*args)` in a child process of its own: an engine and its threads end with it, so no engine
+    of an earlier side lingers beside the next one."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(side, slots, kind, work).result()
+        return pool.submit(fn, *args).result()
 
 
 def phases(run: dict) -> dict:
@@ -173,7 +173,7 @@ def greedy(kind: str, work: list[dict]) -> dict:
     differs, the first differing token with the two most likely tokens there under `off`."""
     requests = [{"messages": c["messages"], "temperature": 0.0, "max_tokens": MAX_TOKENS,
                  "logprobs": True, "top_logprobs": 2} for c in work]
-    got = {name: _isolated_replies(name, requests) for name in ("off", kind)}
+    got = {name: isolated(_replies, name, requests) for name in ("off", kind)}
     rows = []
     for c, x, y in zip(work, got["off"], got[kind]):
         tx, ty = (_tokens(x), _tokens(y))
@@ -194,14 +194,6 @@ def greedy(kind: str, work: list[dict]) -> dict:
 def _replies(kind: str, requests: list[dict]) -> list[dict]:
     made = engine(1, kind)
     return [made.server.handle_chat_completions(r) for r in requests]
-
-
-def _isolated_replies(kind: str, requests: list[dict]) -> list[dict]:
-    import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor
-
-    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        return pool.submit(_replies, kind, requests).result()
 
 
 def _tokens(reply: dict) -> list[dict]:
@@ -229,7 +221,7 @@ def main(argv: list[str]) -> int:
     for slots, items in plan(args.plan):
         work = calls(items, args.rounds)
         order = ("off", *kinds) if len(result["by_slots"]) % 2 == 0 else (*kinds, "off")  # alternate who goes first
-        runs = {name: isolated(slots, name, work) for name in order}
+        runs = {name: isolated(side, slots, name, work) for name in order}
         row = {"items": items, "calls": len(work), "sides": {name: phases(run) for name, run in runs.items()}}
         for name in kinds:
             off, on = row["sides"]["off"], row["sides"][name]
