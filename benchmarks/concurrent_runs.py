@@ -17,6 +17,13 @@ over (a); `min_share` = the slower process's tokens per second over (a). A proce
 finished after `--cap` times (a)'s wall time is stopped and measured on what it recorded.
 
     python -m benchmarks concurrent_runs [--items 8] [--cap 4] [--sides before,budget,after] [--out PATH]
+
+`--unequal` measures instead how a small run fares beside a big one on the shared engine: the
+2-item `single` run alone, then beside a 30-call self_consistency run and beside a protocol of
+long structured prompts (cross_critique, one item); `small_vs_alone` is its wall time beside the
+big run over alone (`benchmarks/results/concurrent_runs_unequal.json`).
+
+    python -m benchmarks concurrent_runs --unequal [unequal_pair,unequal_pair_long_prompts] [--head-start 20]
 """
 
 from __future__ import annotations
@@ -117,7 +124,6 @@ def side(name: str, items: int, cap: float, work: Path) -> dict:
     grid.write_text(f"parameters: {{dataset: gsm8k, limit: {items}, protocol: single, extra: {{temperature: 0.7}}}}\n"
                     f"points:\n  - {{seed: 1}}\n  - {{seed: 2}}\n")
     sweep_out = work / mode / "sweep"
-    t = time.monotonic()
     proc = _launch([sys.executable, "-m", "debatekit.cli", "sweep", str(ROOT / "notebooks" / "run_debate.ipynb"),
                     "--grid", str(grid), "--out", str(sweep_out), "--workers", "2", "--quiet"],
                    {**env, "DEBATEKIT_CACHE_DIR": str(work / mode / "nocache")}, work / mode / "sweep.log")
@@ -129,6 +135,54 @@ def side(name: str, items: int, cap: float, work: Path) -> dict:
         "aggregate_ratio": round(sum(per_point) / sweep_wall / alone, 3) if per_point else None,
         "note": "sweep wall includes starting two kernels; per-point walls are not recorded, so no min_share",
     }
+    _stop_engine(env)
+    return result
+
+
+UNEQUAL = {
+    # the 2-item `single` run beside a 30-call self_consistency run (6 items x 5 samples)
+    "unequal_pair": ["self_consistency", "--limit", "6", "--set", "samples=5"],
+    # beside a protocol of long structured prompts, one item
+    "unequal_pair_long_prompts": ["cross_critique", "--limit", "1"],
+}
+
+
+def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dict:
+    """The small run (2-item `single`) alone, then beside each big run of `UNEQUAL`, on one shared
+    engine kept warm (the model load is in neither). The big run starts `head_start` seconds before
+    the small one, so its calls are on the engine when the small one's arrive, and is stopped once
+    the small one finishes. `small_vs_alone`: the small run's wall time beside it over alone."""
+    from debatekit.models import local
+
+    home = work / "unequal" / "home"
+    (home / "models").mkdir(parents=True)
+    model = local.pull(say=lambda msg: None)
+    (home / "models" / model.name).symlink_to(model)
+    env = {**os.environ, "DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_ENGINE": "shared", "DEBATEKIT_ENGINE_IDLE": "600"}
+    env.pop("DEBATEKIT_LOCAL_THREADS", None)
+    warm = [sys.executable, "-m", "debatekit.cli", "run", "single", "--dataset", "gsm8k", "--limit", "1", "--no-cache",
+            "--out", str(work / "unequal" / "warm"), "--quiet"]
+    subprocess.run(warm, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    small_out = work / "unequal" / "alone"
+    alone = _wait([_launch(_run_args(small_out, 2, 1), env, work / "unequal" / "alone.log")], 3600)[0]
+    result: dict = {"small": "single, gsm8k, 2 items, temperature 0.7, no cache", "head_start_s": head_start,
+                    "alone": {"wall_s": round(alone, 1), "completion_tokens": _tokens(small_out)}}
+    for name, big_args in UNEQUAL.items():
+        if only and name not in only:
+            continue
+        big_out, small_out = work / "unequal" / f"{name}-big", work / "unequal" / f"{name}-small"
+        big = _launch([sys.executable, "-m", "debatekit.cli", "run", *big_args, "--dataset", "gsm8k", "--seed", "3",
+                       "--no-cache", "--out", str(big_out), "--quiet"], env, work / "unequal" / f"{name}-big.log")
+        time.sleep(head_start)
+        beside = _wait([_launch(_run_args(small_out, 2, 1), env, work / "unequal" / f"{name}-small.log")], 3600)[0]
+        big_still_running = big.poll() is None
+        if big_still_running:
+            os.killpg(big.pid, signal.SIGTERM)
+            big.wait()
+        result[name] = {"big": " ".join(big_args[:1] + big_args[1:]), "wall_s": round(beside, 1),
+                        "completion_tokens": _tokens(small_out), "big_completion_tokens": _tokens(big_out),
+                        "big_still_running_at_the_end": big_still_running,
+                        "small_vs_alone": round(beside / alone, 3)}
     _stop_engine(env)
     return result
 
@@ -146,7 +200,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--cap", type=float, default=4.0, help="stop a process after this many times the alone wall")
     parser.add_argument("--sides", default="before,after", help=f"comma-separated, of {', '.join(SIDES)}")
     parser.add_argument("--out", type=Path, default=RESULTS / "concurrent_runs.json")
+    parser.add_argument("--unequal", nargs="?", const="all", default=None,
+                        help=f"instead: the small run beside a big one ({', '.join(UNEQUAL)}, or all), written to "
+                             "concurrent_runs_unequal.json")
+    parser.add_argument("--head-start", type=float, default=20.0, help="seconds the big run starts before the small")
     args = parser.parse_args(argv)
+    if args.unequal:
+        only = None if args.unequal == "all" else args.unequal.split(",")
+        out = args.out if args.out != RESULTS / "concurrent_runs.json" else RESULTS / "concurrent_runs_unequal.json"
+        with tempfile.TemporaryDirectory(prefix="debatekit-unequal-") as tmp:
+            measured = unequal(Path(tmp), args.head_start, only)
+        save("concurrent_runs_unequal", {"targets": {"small_vs_alone": "<= 2.5"}, **measured}, out)
+        return 0
     with tempfile.TemporaryDirectory(prefix="debatekit-concurrent-") as tmp:
         sides = {name: side(name, args.items, args.cap, Path(tmp)) for name in args.sides.split(",")}
     targets = {"aggregate_ratio": ">= 0.9", "min_share": ">= 0.333"}

@@ -170,10 +170,14 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     try:
         if todo and own_gateway:  # before the first item: each local model named assembled, verified, fitting
             try:
-                await asyncio.to_thread(shared_engine.preflight, local_models(named))
+                serving = await asyncio.to_thread(shared_engine.preflight, local_models(named))
             except LocalModelError as exc:
                 raise ModelSetupError(str(exc)) from exc
+            if serving and progress:
+                print(serving, file=sys.stderr, flush=True)
         tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
+        if progress and todo:
+            tasks.append(asyncio.ensure_future(_say_waits(bar, gateway, config.protocol, list(tasks))))
         await asyncio.gather(*tasks)
         # dead after its first calls, or (a run too short to tell) never answered at all
         fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))
@@ -440,6 +444,20 @@ def _flat(data: dict, prefix: str = "") -> dict:
         else:
             flat[f"{prefix}{key}"] = value
     return flat
+
+
+async def _say_waits(bar, gateway: Gateway, desc: str, debates: list[asyncio.Future], every: float = 2.0) -> None:
+    """Until `debates` end, keep the progress line saying what the calls wait for (a shared engine
+    busy with other processes' calls), so a bar that does not move says why."""
+    said = None
+    while True:
+        _, pending = await asyncio.wait(debates, timeout=every)
+        if not pending:
+            return
+        note = gateway.waiting()
+        if note != said:
+            bar.set_description(f"{desc} ({note})" if note else desc)
+            said = note
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

@@ -331,23 +331,10 @@ def cmd_models(args) -> int:
 
 
 def engine_line() -> str:
-    """The machine's shared local engine in one line: running or not, its models, slots, clients, load."""
-    import time
-
+    """The machine's shared local engine in one line: running or not, who started it, its models, clients, load."""
     from debatekit.models import shared_engine
 
-    info = shared_engine.status()
-    if info is None:
-        return (f"local engine: not running (mode {shared_engine.mode()}; the first local call starts it, "
-                f"it stops after {shared_engine.idle_seconds():.0f} s idle)")
-    if info.get("unresponsive"):
-        return (f"local engine: not answering (no reply to a status request in {shared_engine.STATUS_TIMEOUT_S:.0f} s: "
-                f"its process is stopped or hung; see {shared_engine.folder() / 'engine.log'})")
-    models = ", ".join(f"{m} ({info['slots'][m]} slots, {info['threads'][m]} threads, speculation "
-                       f"{info.get('speculation', {}).get(m, 'off')})" for m in info["models"]) or "none loaded"
-    return (f"local engine: running, pid {info['pid']}, up {time.time() - info['started']:.0f} s; models: {models}; "
-            f"{len(info['clients'])} client(s) in the last 10 min, {info['in_flight']} call(s) in flight, "
-            f"{info['served']} served ({info['completion_tokens']} completion tokens)")
+    return shared_engine.describe(shared_engine.status())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -28,6 +28,7 @@ SETUP_MARKERS = {  # phrases of wrapped exceptions (litellm wraps a custom provi
     "expecting value": "bad_response", "jsondecodeerror": "bad_response",  # a reply that is not JSON at all
     "local model file not found": "setup", "localmodelerror": "setup", "model not found": "not_found",
     "enginelost": "server",  # the shared local engine died mid-call: retried, by a new engine if need be
+    "engineincompatible": "setup", "engine wire": "setup",  # an engine another debatekit install started
 }
 
 INVALID_REPLY = "empty or invalid response from llm endpoint"

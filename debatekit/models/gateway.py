@@ -47,6 +47,7 @@ from debatekit.models.credentials import redact
 from debatekit.models.errors import LocalModelError, ProviderFault, classify, retry_after
 from debatekit.models.kinds import default_model, policy
 from debatekit.models.providers import litellm_module
+from debatekit.models.watch import Watch, watched
 
 _IN_FLIGHT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 """Per event loop: cache key -> the future reply of the call asking it now (`Gateway._fetch`)."""
@@ -236,6 +237,7 @@ class Gateway:
         self._health: dict[str, _Health] = {}
         self._said_usage: set[str] = set()
         self._served_by: dict[str, dict] = {}
+        self._watches: set[Watch] = set()
         self._sleep = sleep or asyncio.sleep
 
     def add_options(self, model: str, options: dict) -> None:
@@ -251,6 +253,12 @@ class Gateway:
             return next((h.dead for h in self._health.values() if h.dead), None)
         health = self._health.get(model)
         return health.dead if health else None
+
+    def waiting(self) -> str | None:
+        """What this gateway's calls in flight wait for, in words (the longest queue behind other
+        processes on a shared engine), or None when none waits: for a progress line."""
+        longest = max((w for w in self._watches if w.note), key=lambda w: w.ahead, default=None)
+        return longest.note if longest else None
 
     def unreached(self, model: str) -> str | None:
         """`model 'X': <message>` of the most frequent set-up error of a model that never answered."""
@@ -371,7 +379,12 @@ class Gateway:
                 async with self._semaphore(model):
                     done.calls += 1
                     self.stats["calls"] += 1
-                    reply = await asyncio.wait_for(self._call(model, messages, params, fmt), timeout)
+                    attempt_watch = Watch(timeout)  # time queued behind other processes is not a stall
+                    self._watches.add(attempt_watch)
+                    try:
+                        reply = await watched(lambda: self._call(model, messages, params, fmt), attempt_watch)
+                    finally:
+                        self._watches.discard(attempt_watch)
                 health.answered = True
                 if reply.get("usage_unknown"):
                     self._usage_unknown(model, done)

@@ -193,6 +193,10 @@ def pull(name: str = DEFAULT_LOCAL, say: Callable[[str], None] = print) -> Path:
     return target
 
 
+_STARTING = threading.local()
+"""The `started` callback of the call the current thread runs (`Engine.chat`), read when its first token comes."""
+
+
 class Engine:
     """One xllamacpp server loaded in-process with `slots` parallel sequences."""
 
@@ -234,6 +238,7 @@ class Engine:
         self.path, self.slots, self.threads = path, slots, threads
         self.turns = turns or (TURNS if mix() == "turns" else cores.Turns())
         self.in_flight, self._count = 0, threading.Lock()  # generations running or queued on the engine's threads
+        self.work = 0  # tokens streamed for any caller: a waiting caller sees the engine make way
         self.router = SlotRouter(slots) if self.cache.reuse else None
         # identical prompts sent together are read once: needs the host cache to hand the state on
         self.shared = SharedPrefill() if self.router is not None and self.cache.ram_mib != 0 else None
@@ -246,16 +251,22 @@ class Engine:
         """The HTTP address the engine listens on, e.g. http://127.0.0.1:8765."""
         return self.server.listening_address
 
-    def chat(self, request: dict, cancelled: threading.Event | None = None) -> dict:
+    def chat(self, request: dict, cancelled: threading.Event | None = None,
+             started: Callable[[], None] | None = None) -> dict:
         """One OpenAI-style chat completion (blocking), on the slot holding its prefix if any;
-        generation stops at the next token once `cancelled` is set (its caller went away)."""
+        generation stops at the next token once `cancelled` is set (its caller went away).
+        `started` is called once, when its first token comes (it waited for a slot until then)."""
         with self._count:
             self.in_flight += 1
         try:
             with self.turns.turn(id(self)):
                 if cancelled is not None and cancelled.is_set():  # its caller left while it waited its turn
                     raise LocalModelError("local engine: the caller went away before its turn")
-                return self._chat(request, cancelled)
+                _STARTING.call = started
+                try:
+                    return self._chat(request, cancelled)
+                finally:
+                    _STARTING.call = None
         finally:
             with self._count:
                 self.in_flight -= 1
@@ -298,12 +309,18 @@ class Engine:
         """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
         finish_reason "loop"); returned in the shape of a non-streamed reply (usage, timings, slot)."""
         watch, chunks = repetition.LoopWatch(), []
+        started = getattr(_STARTING, "call", None)
 
         def on_chunk(chunk) -> bool:
+            nonlocal started
             try:
                 if cancelled is not None and cancelled.is_set():
                     return True
                 chunks.append(chunk)
+                self.work += 1
+                if started is not None:
+                    started, call = None, started
+                    call()
                 delta = ((chunk.get("choices") or [{}])[0].get("delta") or {}).get("content") or ""
                 return watch.feed(delta) if delta else False
             except Exception:  # noqa: BLE001 - an exception must not cross into llama.cpp's thread

@@ -22,8 +22,18 @@ loaded in-process does.
 - `$DEBATEKIT_LOCAL_ENGINE=process` keeps the engine in the calling process instead (its threads
   then come out of the machine-wide budget, `debatekit.models.cores`).
 
-Wire format: one JSON line per connection each way: `{"op": "chat", "model": NAME, "request": {...},
-"pid": N}` -> `{"reply": {...}}` or `{"error": "..."}`; `{"op": "status"}` -> the status dict.
+- Waiting: a call queued behind other calls is told so while it waits (the calls of other processes
+  ahead of it, the engine's work count), and then when its generation starts; the client hands that
+  to the call's `watch.Watch`, so time spent in the queue is not counted against its timeout while
+  the engine makes progress, and a progress line can say what the call waits for.
+- Versions: every line the daemon writes carries its wire version (`WIRE`); a client refuses an
+  engine of another wire version (an engine another debatekit install started) with one line naming
+  it and how to stop it, and the daemon refuses such a client the same way.
+
+Wire format: one JSON line from the client, `{"op": "chat", "model": NAME, "request": {...}, "pid": N,
+"wire": W}`; the daemon answers with lines `{"waiting": {"ahead": N, "work": W}}` (each second while it
+is queued), `{"started": true}` (once), then `{"reply": {...}}` or `{"error": "..."}`. `{"op":
+"status"}` -> the status dict (`describe` puts it in words).
 """
 
 from __future__ import annotations
@@ -41,8 +51,9 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable
 
+import debatekit
 from debatekit._base.locking import exclusive
-from debatekit.models import local
+from debatekit.models import local, watch
 from debatekit.models.errors import LocalModelError
 
 DEFAULT_IDLE_S = 300.0
@@ -50,10 +61,17 @@ START_TIMEOUT_S = 180.0  # loading a model from a cold disk cache
 CLIENT_WINDOW_S = 600.0  # a client counts as connected if it sent a request this recently
 MAX_IN_FLIGHT = 256  # requests the daemon serves at once (each holds a thread; the engines queue them)
 LINE_LIMIT = 1 << 26  # the longest JSON line either side reads (a long conversation and its reply)
+HEARTBEAT_S = 1.0  # how often a queued call is told that it still waits
+WIRE = 2
+"""The version of what client and daemon say to each other; bumped whenever either side changes it."""
 
 
 class EngineLost(RuntimeError):
     """The shared engine went away before it answered (it crashed or was killed); retry the call."""
+
+
+class EngineIncompatible(LocalModelError):
+    """The running shared engine speaks another wire version: another debatekit install started it."""
 
 
 def folder() -> Path:
@@ -70,6 +88,12 @@ def idle_seconds() -> float:
     return float(os.environ.get("DEBATEKIT_ENGINE_IDLE") or DEFAULT_IDLE_S)
 
 
+def heartbeat_seconds() -> float:
+    """How often a queued call hears from the daemon: $DEBATEKIT_ENGINE_HEARTBEAT, default `HEARTBEAT_S`
+    (well below any call timeout: a wait is only excused while its reports keep coming)."""
+    return float(os.environ.get("DEBATEKIT_ENGINE_HEARTBEAT") or HEARTBEAT_S)
+
+
 # --- client ---------------------------------------------------------------------------------
 
 async def complete(name: str, request: dict) -> dict:
@@ -82,25 +106,112 @@ async def complete(name: str, request: dict) -> dict:
 
 
 async def achat(model: str, request: dict) -> dict:
-    """One chat completion from the machine's engine, starting it if none is running."""
-    reply = await _ask({"op": "chat", "model": model, "request": request, "pid": os.getpid()}, start=True)
+    """One chat completion from the machine's engine, starting it if none is running. While the call
+    waits behind others, and when it starts, the call's `watch.current()` (if any) is told."""
+    reply = await _ask({"op": "chat", "model": model, "request": request, "pid": os.getpid(), "wire": WIRE},
+                       start=True, on_line=_progress(watch.current()))
+    if reply.get("wire") != WIRE:  # an engine started by another install: say whose, from its status
+        try:
+            info = await asyncio.wait_for(_ask({"op": "status"}, start=False), STATUS_TIMEOUT_S)
+        except (OSError, EngineLost, ValueError):
+            info = {}
+        raise EngineIncompatible(refusal(info))
     if "error" in reply:
         raise LocalModelError(f"local engine error: {reply['error']}")
     return reply["reply"]
 
 
-def preflight(names: list[str]) -> None:
+def _progress(call_watch: "watch.Watch | None") -> Callable[[dict], None]:
+    def on_line(line: dict) -> None:
+        if call_watch is None:
+            return
+        if "waiting" in line:
+            call_watch.waiting(int(line["waiting"].get("ahead") or 0), line["waiting"].get("work"))
+        elif line.get("started"):
+            call_watch.started()
+
+    return on_line
+
+
+def identity() -> dict:
+    """Who this process is, as an engine it starts would describe itself: wire and debatekit version,
+    the installed package's folder, the interpreter."""
+    return {"wire": WIRE, "version": debatekit.__version__, "install": str(Path(debatekit.__file__).parent),
+            "python": sys.executable}
+
+
+def refusal(engine: dict) -> str:
+    """The one line refusing an engine of another wire version: who it is and how to stop it."""
+    pid = engine.get("pid")
+    who = (f"debatekit {engine.get('version', 'unknown version')} at {engine.get('install', 'an unknown install')}"
+           if engine.get("wire") else "an older debatekit")
+    mine = identity()
+    stop = f"stop it with `kill {pid}`" if pid else f"stop the process holding {folder() / 'engine.lock'}"
+    return (f"the machine's local engine{f' (pid {pid})' if pid else ''} was started by {who}, which speaks "
+            f"engine wire {engine.get('wire') or 1}; this is debatekit {mine['version']} at {mine['install']} "
+            f"(wire {WIRE}): {stop} and run again, or let it finish its work (it stops when idle)")
+
+
+def check(info: dict | None) -> None:
+    """Raise `EngineIncompatible` if the engine described by `info` (a status) speaks another wire."""
+    if info and not info.get("unresponsive") and info.get("wire") != WIRE:
+        raise EngineIncompatible(refusal(info))
+
+
+def describe(info: dict | None) -> str:
+    """The engine a status reports, in one line: process, debatekit version and install, models, clients."""
+    if info is None:
+        return (f"local engine: not running (mode {mode()}; the first local call starts it, "
+                f"it stops after {idle_seconds():.0f} s idle)")
+    if info.get("unresponsive"):
+        return (f"local engine: not answering (no reply to a status request in {STATUS_TIMEOUT_S:.0f} s: "
+                f"its process is stopped or hung; see {folder() / 'engine.log'})")
+    def of(key: str, model: str) -> Any:
+        return (info.get(key) or {}).get(model, "?")
+
+    models = ", ".join(f"{m} ({of('slots', m)} slots, {of('threads', m)} threads, speculation "
+                       f"{(info.get('speculation') or {}).get(m, 'off')})" for m in info.get("models", [])
+                       ) or "none loaded yet"
+    clients = info.get("clients", [])
+    others = [pid for pid in clients if pid != os.getpid()]
+    up = f"up {time.time() - info['started']:.0f} s" if info.get("started") else "up ?"
+    return (f"local engine: pid {info.get('pid', '?')}, debatekit {info.get('version', '?')} at "
+            f"{info.get('install', '?')} (wire {info.get('wire') or 1}), {up}; models: {models}; "
+            f"{len(clients)} client(s) in the last 10 min ({len(others)} other process(es)), "
+            f"{info.get('in_flight', 0)} call(s) in flight, {info.get('served', 0)} served "
+            f"({info.get('completion_tokens', 0)} completion tokens)")
+
+
+def preflight(names: list[str]) -> str | None:
     """`local.preflight` (assembled, verified, memory for all) for the local models `names`, counting
-    as loaded those the engine the calls go to (the machine's, or this process's) already holds."""
+    as loaded those the engine the calls go to (the machine's, or this process's) already holds.
+    Returns the line naming the engine that will serve them (None for a run on no local model).
+
+    Raises:
+        EngineIncompatible: the machine's engine was started by a debatekit of another wire version.
+    """
+    seen: list[dict | None] = []
+
     def loaded() -> set[str]:
         if not names:  # a run on no local model never asks the engine (which may be busy, or hung)
             return set()
         if mode() == "process":
             return {n for n in names if local.model_path(n) in local._engines}
         info = status()
+        check(info)
+        seen.append(info)
         return set(info["models"]) if info else set()
 
     local.preflight(names, loaded)
+    if not names:
+        return None
+    if mode() == "process":
+        return f"local engine: in this process ({os.getpid()}), debatekit {debatekit.__version__}"
+    if seen and seen[0] is None:
+        mine = identity()
+        return (f"local engine: none running; this run starts one (debatekit {mine['version']} at "
+                f"{mine['install']}, wire {WIRE})")
+    return describe(seen[0] if seen else status())
 
 
 STATUS_TIMEOUT_S = 5.0
@@ -120,7 +231,8 @@ def status(timeout: float | None = None) -> dict | None:
         return None
 
 
-async def _ask(message: dict, start: bool) -> dict:
+async def _ask(message: dict, start: bool, on_line: Callable[[dict], None] = lambda line: None) -> dict:
+    """Send `message`, hand each progress line to `on_line`, return the last line (the answer)."""
     path = folder() / "engine.sock"
     try:
         reader, writer = await asyncio.open_unix_connection(str(path), limit=LINE_LIMIT)
@@ -132,14 +244,18 @@ async def _ask(message: dict, start: bool) -> dict:
     try:
         writer.write(json.dumps(message).encode() + b"\n")
         await writer.drain()
-        line = await reader.readline()
+        while True:
+            line = await reader.readline()
+            if not line.endswith(b"\n"):
+                raise EngineLost("the shared local engine stopped mid-call (no reply)")
+            answer = json.loads(line)
+            if set(answer) - {"waiting", "started", "wire"}:  # the answer, not a line about the wait
+                return answer
+            on_line(answer)
     except (ConnectionError, asyncio.IncompleteReadError) as exc:
         raise EngineLost(f"the shared local engine stopped mid-call ({type(exc).__name__})") from exc
     finally:
         writer.close()
-    if not line.endswith(b"\n"):
-        raise EngineLost("the shared local engine stopped mid-call (no reply)")
-    return json.loads(line)
 
 
 def ensure_running(timeout: float = START_TIMEOUT_S) -> None:
@@ -208,11 +324,14 @@ class Daemon:
     """
 
     def __init__(self, make_engine: Callable[[str], Any] = _real_engine, idle: float | None = DEFAULT_IDLE_S,
-                 clock: Callable[[], float] = time.monotonic):
-        self.make_engine, self.idle, self.clock = make_engine, idle, clock
+                 clock: Callable[[], float] = time.monotonic, heartbeat: float = HEARTBEAT_S):
+        self.make_engine, self.idle, self.clock, self.heartbeat = make_engine, idle, clock, heartbeat
         self.engines: dict[str, Any] = {}
         self.loading = threading.Lock()
         self.in_flight = 0
+        self.calls: dict[int, int] = {}  # arrival number -> client pid, of the calls in flight
+        self.queue: set[int] = set()  # arrival numbers of the calls not yet started
+        self.arrivals = 0
         self.served = 0
         self.completion_tokens = 0
         self.clients: dict[int, float] = {}
@@ -225,11 +344,12 @@ class Daemon:
 
     def status(self) -> dict:
         now = self.clock()
-        return {"pid": os.getpid(), "models": sorted(self.engines), "started": self.started,
+        return {**identity(), "pid": os.getpid(), "models": sorted(self.engines), "started": self.started,
                 "slots": {m: getattr(e, "slots", None) for m, e in self.engines.items()},
                 "threads": {m: getattr(e, "threads", None) for m, e in self.engines.items()},
                 "speculation": {m: str(getattr(e, "speculation", "off")) for m, e in self.engines.items()},
-                "in_flight": self.in_flight, "served": self.served, "completion_tokens": self.completion_tokens,
+                "in_flight": self.in_flight, "queued": len(self.queue), "served": self.served,
+                "completion_tokens": self.completion_tokens, "work": self.work(),
                 "clients": sorted(pid for pid, seen in self.clients.items() if now - seen < CLIENT_WINDOW_S)}
 
     def _engine(self, model: str):
@@ -238,33 +358,77 @@ class Daemon:
                 self.engines[model] = self.make_engine(model)
             return self.engines[model]
 
+    def work(self) -> int:
+        """The engines' progress count (tokens generated for anyone): it grows while they make way."""
+        return sum(getattr(engine, "work", 0) for engine in list(self.engines.values()))
+
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         gone = threading.Event()
         try:
             message = json.loads(await reader.readline())
             if message.get("op") == "status":
                 answer = self.status()
+            elif message.get("wire") != WIRE:
+                answer = {"error": _client_refusal(message)}
             else:
-                self.in_flight += 1
-                self.clients[int(message.get("pid") or 0)] = self.clock()
-                watcher = asyncio.ensure_future(_wait_closed(reader, gone))
-                try:
-                    answer = await asyncio.get_running_loop().run_in_executor(
-                        self.pool, self._chat, message["model"], message["request"], gone)
-                finally:
-                    watcher.cancel()
-                    self.in_flight -= 1
-                    self.last = self.clock()
-            writer.write(json.dumps(answer).encode() + b"\n")
+                answer = await self._serve_chat(message, reader, writer, gone)
+            writer.write(json.dumps({**answer, "wire": WIRE}).encode() + b"\n")
             await writer.drain()
         except (ConnectionError, ValueError, KeyError):
             pass  # the client went away or sent something unreadable: nothing to answer
         finally:
             writer.close()
 
-    def _chat(self, model: str, request: dict, gone: threading.Event) -> dict:
+    async def _serve_chat(self, message: dict, reader, writer, gone: threading.Event) -> dict:
+        """Run one chat on its engine; while it is queued, tell the client each `heartbeat` seconds
+        how many calls of other processes that came before it are still in flight (generating or
+        queued: what it waits behind), and tell it once when it starts."""
+        loop = asyncio.get_running_loop()
+        pid = int(message.get("pid") or 0)
+        self.in_flight += 1
+        self.clients[pid] = self.clock()
+        self.arrivals += 1
+        ticket = self.arrivals
+        self.calls[ticket] = pid
+        self.queue.add(ticket)
+        started = asyncio.Event()
+
+        def on_start() -> None:  # from the engine's thread
+            loop.call_soon_threadsafe(started.set)
+
+        watcher = asyncio.ensure_future(_wait_closed(reader, gone))
+        chat = loop.run_in_executor(self.pool, self._chat, message["model"], message["request"], gone, on_start)
+        starting = asyncio.ensure_future(started.wait())
+        told_start = False
         try:
-            reply = self._engine(model).chat(request, cancelled=gone)
+            while not chat.done():
+                await asyncio.wait({chat, starting}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED)
+                if chat.done():
+                    break
+                if started.is_set():
+                    if not told_start:
+                        self.queue.discard(ticket)
+                        told_start = True
+                        writer.write(json.dumps({"started": True, "wire": WIRE}).encode() + b"\n")
+                        await writer.drain()
+                    await asyncio.wait({chat})
+                    break
+                ahead = sum(1 for t, p in list(self.calls.items()) if t < ticket and p != pid)
+                writer.write(json.dumps({"waiting": {"ahead": ahead, "work": self.work()}, "wire": WIRE}).encode()
+                             + b"\n")
+                await writer.drain()
+            return await chat
+        finally:
+            self.queue.discard(ticket)
+            self.calls.pop(ticket, None)
+            starting.cancel()
+            watcher.cancel()
+            self.in_flight -= 1
+            self.last = self.clock()
+
+    def _chat(self, model: str, request: dict, gone: threading.Event, on_start: Callable[[], None]) -> dict:
+        try:
+            reply = self._engine(model).chat(request, cancelled=gone, started=on_start)
         except Exception as exc:  # noqa: BLE001 - sent back to the client, which raises it there
             return {"error": f"{type(exc).__name__}: {exc}"}
         self.served += 1
@@ -287,6 +451,14 @@ class Daemon:
             path.unlink(missing_ok=True)
 
 
+def _client_refusal(message: dict) -> str:
+    """What the daemon answers a client of another wire version (an older or newer debatekit)."""
+    mine = identity()
+    return (f"this machine's local engine (pid {os.getpid()}) is debatekit {mine['version']} at {mine['install']}, "
+            f"engine wire {WIRE}, and this client speaks wire {message.get('wire') or 1}: stop the engine with "
+            f"`kill {os.getpid()}` and run again, or let it finish its work (it stops when idle)")
+
+
 async def _wait_closed(reader: asyncio.StreamReader, gone: threading.Event) -> None:
     """Set `gone` when the client closes its end (it was cancelled or killed) so generation stops."""
     try:
@@ -307,7 +479,7 @@ def host(make_engine: Callable[[str], Any], idle: float | None) -> bool:
     except BlockingIOError:
         lock.close()
         return False
-    daemon = Daemon(make_engine, idle=idle)
+    daemon = Daemon(make_engine, idle=idle, heartbeat=heartbeat_seconds())
     print(f"[{time.strftime('%H:%M:%S')}] shared engine {os.getpid()} listening on {where / 'engine.sock'}",
           file=sys.stderr, flush=True)
     try:

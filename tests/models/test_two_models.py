@@ -412,7 +412,7 @@ def test_in_shared_mode_the_models_the_machine_engine_holds_take_no_new_memory(t
     monkeypatch.setattr(shared_engine, "status", lambda: None)  # no engine running: both would load
     with pytest.raises(LocalModelError, match="not enough memory to load local/fake-big and local/fake-small"):
         shared_engine.preflight(["fake-big", "fake-small"])
-    monkeypatch.setattr(shared_engine, "status", lambda: {"models": ["fake-big"]})
+    monkeypatch.setattr(shared_engine, "status", lambda: {"models": ["fake-big"], "wire": shared_engine.WIRE})
     shared_engine.preflight(["fake-big", "fake-small"])
 
 
