@@ -199,16 +199,21 @@ def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int
     return out.reset_index().reindex(columns=columns)
 
 
-def ratio_bootstrap(sums: np.ndarray, counts: np.ndarray, n_boot: int = N_BOOT, seed: int = 0,
-                    level: float = 0.95) -> tuple[float, float, float]:
+def ratio_bootstrap(sums: Any, counts: Any, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95,
+                    minus: tuple[Any, Any] | None = None) -> tuple[float, float, float]:
     """The pooled mean sum(sums) / sum(counts) and its percentile bootstrap interval over the groups
-    (items): each resample draws whole groups with replacement. NaNs when there is no group."""
-    sums, counts = np.asarray(sums, dtype=float), np.asarray(counts, dtype=float)
-    if len(sums) == 0 or counts.sum() == 0:
+    (items): each resample draws whole groups with replacement. With `minus` (the sums and counts of a
+    second measure on the same groups), the difference of the two pooled means, resampled in pairs.
+    NaNs when there is no group."""
+    sides = [(np.asarray(sums, dtype=float), np.asarray(counts, dtype=float))]
+    if minus is not None:
+        sides.append((np.asarray(minus[0], dtype=float), np.asarray(minus[1], dtype=float)))
+    if len(sides[0][0]) == 0 or any(c.sum() == 0 for _, c in sides):
         return (math.nan, math.nan, math.nan)
-    point = float(sums.sum() / counts.sum())
-    draws = np.random.default_rng(seed).integers(0, len(sums), size=(n_boot, len(sums)))
-    means = sums[draws].sum(axis=1) / counts[draws].sum(axis=1)
+    signs = (1.0, -1.0)[:len(sides)]
+    point = float(sum(sign * s.sum() / c.sum() for sign, (s, c) in zip(signs, sides)))
+    draws = np.random.default_rng(seed).integers(0, len(sides[0][0]), size=(n_boot, len(sides[0][0])))
+    means = sum(sign * s[draws].sum(axis=1) / c[draws].sum(axis=1) for sign, (s, c) in zip(signs, sides))
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail], method="inverted_cdf")
     return point, float(low), float(high)

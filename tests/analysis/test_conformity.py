@@ -16,10 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 GSM8K_SOM = ROOT / "results/studies/gsm8k/society_of_mind-agents3-rounds3-stop_on_agreementfalse-3ea484a1"
 
 
-def rounds_rows(debate: str, truth, answers_by_round: list[dict], run: str = "r1", item: str | None = None,
-                seed: int = 0) -> list[dict]:
+def rounds_rows(debate: str, truth, answers_by_round: list[dict], run: str = "r1") -> list[dict]:
     """The columns of `Tables.rounds` the conformity functions read, for one debate."""
-    return [{"run_id": run, "item_id": item or debate, "debate_id": f"{run}-{debate}", "seed": seed, "round": r,
+    return [{"run_id": run, "item_id": debate, "debate_id": f"{run}-{debate}", "round": r,
              "agent": agent, "answer": a, "correct": None if truth is None or a is None else a == truth}
             for r, answers in enumerate(answers_by_round, start=1) for agent, a in answers.items()]
 
