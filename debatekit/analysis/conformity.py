@@ -175,16 +175,17 @@ def martingale_test(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = 
 
 def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = N_BOOT,
                        seed: int = 0) -> pd.DataFrame:
-    """One row per round pair: the three move rates, right->wrong in the minority and in the majority,
-    and the martingale test's change with its interval; empty for a run with one round.
+    """One row per round pair: the three move rates, right->wrong in the minority and in the majority
+    (with how many agents were right there), and the martingale test's change with its interval;
+    empty for a run with one round.
 
     Returns:
         *by, from_round, to_round, transitions, keep, to_majority, away, right_to_wrong_minority,
-        right_to_wrong_majority, change, low, high, zero_inside.
+        right_in_minority, right_to_wrong_majority, right_in_majority, change, low, high, zero_inside.
     """
     keys = [*by, "from_round", "to_round"]
-    columns = [*keys, "transitions", *MOVES, "right_to_wrong_minority", "right_to_wrong_majority", "change", "low",
-               "high", "zero_inside"]
+    columns = [*keys, "transitions", *MOVES, "right_to_wrong_minority", "right_in_minority",
+               "right_to_wrong_majority", "right_in_majority", "change", "low", "high", "zero_inside"]
     steps = _transitions(rounds)
     if steps.empty:
         return pd.DataFrame(columns=columns)
@@ -192,10 +193,10 @@ def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int
     totals = steps.groupby(keys).size().rename("transitions")
     flips = flips_by_position(steps, by)
     flips = flips[(flips["flip"] == "right_to_wrong") & flips["position"].isin(["minority", "majority"])]
-    flips = flips.pivot(index=keys, columns="position", values="rate") \
-        .reindex(columns=["minority", "majority"]).add_prefix("right_to_wrong_")
+    lost = flips.pivot(index=keys, columns="position", values="rate").add_prefix("right_to_wrong_")
+    right = flips.pivot(index=keys, columns="position", values="at_risk").add_prefix("right_in_")
     drift = martingale_test(steps, by, n_boot=n_boot, seed=seed).set_index(keys)
-    out = moves.join(totals).join(flips).join(drift[["change", "low", "high", "zero_inside"]])
+    out = moves.join(totals).join(lost).join(right).join(drift[["change", "low", "high", "zero_inside"]])
     return out.reset_index().reindex(columns=columns)
 
 
