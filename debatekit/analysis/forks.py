@@ -57,7 +57,11 @@ def fork_effect(child: Tables | Path | str, control: Tables | Path | str, pushed
     Args:
         child: the fork (a run folder or its `load_runs` tables).
         control: the parent run, or a control fork of it.
-        pushed, fork_round, agents: see `follow_rate`.
+        pushed: the answer pushed per item, or "truth" (`follow_rate`); None: accuracy only.
+        fork_round: the round the fork changed (`follow_rate`).
+        agents: the agents whose answers count (`follow_rate`).
+        n_boot: bootstrap resamples.
+        seed: the bootstrap's seed.
     """
     child, control = _tables(child), _tables(control)
     follow = None if pushed is None else follow_rate(child, control, pushed, fork_round, agents, n_boot, seed)

@@ -164,3 +164,12 @@ def test_the_figures_the_docs_quote(gsm8k):
     assert table[["keep", "to_majority", "away"]].values.tolist() == [[0.657, 0.067, 0.276], [0.819, 0.077, 0.104]]
     assert table[["change", "low", "high"]].values.tolist() == [[0.0, -0.034, 0.034], [0.030, 0.007, 0.057]]
     assert table["zero_inside"].tolist() == [True, False]
+    by_position = analysis.switch_rates(gsm8k, by=["position"]).set_index(["position", "to_round", "move"])["count"]
+    assert [by_position[("minority", r, "to_majority")] for r in (2, 3)] == [20, 23]
+    assert by_position.loc[("minority", 2)].sum() == 25 and by_position.loc[("minority", 3)].sum() == 37
+    assert (by_position[("tie", 2, "away")], by_position.loc[("tie", 2)].sum()) == (64, 84)
+    flips = analysis.flips_by_position(gsm8k).set_index(["position", "flip", "to_round"]).sort_index()
+    assert flips.loc[("minority", "wrong_to_right"), ["count", "at_risk"]].values.tolist() == [[14, 24], [13, 35]]
+    assert flips.loc[("majority", "right_to_wrong"), ["count", "at_risk"]].values.tolist() == [[13, 164], [8, 174]]
+    drift = analysis.martingale_test(gsm8k).round(3)
+    assert drift[["accuracy_before", "accuracy_after"]].values.tolist() == [[0.603, 0.603], [0.595, 0.625]]
