@@ -6,18 +6,25 @@
 
 - `tables`: `load_runs` and the pure pandas metrics over its tables.
 - `paired`, `intervals`, `power`: paired comparisons, bootstrap intervals, what a null result rules out.
+- `conformity`: who keeps an answer, who moves to the majority, and the martingale test of Choi et al.
+- `forks`: a fork against its parent: final accuracy paired by item, and who followed the pushed answer.
 - `decompose`, `study`: one society_of_mind run as single / vote / debate; the study notebook's tables.
 - `plots` (figures from tables, no I/O) and `widgets` (the explorer over them).
 """
 
 from debatekit._base.lazy import exports
 
-__all__ = ["Tables", "agent_accuracy", "compare", "config_table", "convergence_curve", "decomposition",
-           "detectable_difference", "equal_budget", "fill_rounds", "flip_flow", "items_needed", "load_runs",
-           "pareto_front", "round_metrics", "score_trajectory", "seed_accuracy", "summarize"]
+__all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "compare", "config_table",
+           "conformity_summary", "convergence_curve", "decomposition", "detectable_difference", "equal_budget",
+           "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "fork_accuracy", "fork_effect",
+           "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front", "round_metrics",
+           "rounds_table", "score_trajectory", "seed_accuracy", "summarize", "switch_rates"]
 __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("Tables", "agent_accuracy", "config_table", "convergence_curve", "equal_budget", "fill_rounds",
-                     "flip_flow", "load_runs", "pareto_front", "round_metrics", "score_trajectory",
+                     "flip_flow", "load_runs", "pareto_front", "round_metrics", "rounds_table", "score_trajectory",
                      "seed_accuracy", "summarize"), "tables"),
+    **dict.fromkeys(("answer_transitions", "conformity_summary", "flips_by_position", "martingale_test",
+                     "switch_rates"), "conformity"),
+    **dict.fromkeys(("ForkEffect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"), "forks"),
     "compare": "paired", "decomposition": "decompose",
     "detectable_difference": "power", "items_needed": "power"})

@@ -154,6 +154,11 @@ def _debate_row(d: DebateRecord, run: dict) -> dict:
             "needs_human_review": d.needs_human_review, "wall_s": d.wall_s, **d.usage.model_dump()}
 
 
+def rounds_table(debates: Iterable[DebateRecord]) -> pd.DataFrame:
+    """`Tables.rounds` of some debates without reading their run's calls (so without the `model` column)."""
+    return pd.DataFrame([row for d in debates for row in _round_rows(d)])
+
+
 def _round_rows(d: DebateRecord) -> list[dict]:
     """Per agent and round: answer, correctness, change, reliance on others, bullying, flips."""
     rows, previous = [], {}

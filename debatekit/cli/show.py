@@ -3,7 +3,8 @@
 A protocol registered with `debate_report(record, folder) -> str` prints its own report (for
 judge_refine, the seed's report); any other protocol gets the generic view: rounds with each
 agent's answer and the round data, the outcome, the stop reason and the usage. Without ITEM,
-a one-line-per-item list of the run. `--transcript` prints every call of the debate instead:
+a one-line-per-item list of the run and, for a debate of several agents over several rounds, its
+conformity per round pair (`debatekit.analysis.conformity`). `--transcript` prints every call of the debate instead:
 the messages the agent was shown, its reply and the answer read from it (`debatekit.records.transcript`).
 """
 
@@ -44,7 +45,7 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
         raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
     debates = {d.item_id: d for d in folder.debates()}
     if item is None:
-        return item_list(list(debates.values()))
+        return item_list(list(debates.values())) + conformity_block(list(debates.values()))
     if item not in debates:
         ids = ", ".join(list(debates)[:10]) or "none"
         raise RunFolderError(f"no debate for item {item!r} in {folder.path}; items: {ids}")
@@ -78,6 +79,42 @@ def item_list(debates: list[DebateRecord]) -> str:
                       str(d.usage.prompt_tokens + d.usage.completion_tokens), f"{d.wall_s:.1f}") for d in debates]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
+
+
+def conformity_block(debates: list[DebateRecord]) -> str:
+    """The conformity table printed under the item list ("" for one round or one agent): per round pair,
+    the share of agent answers kept, moved to the earlier round's majority or elsewhere, the right
+    answers lost by agents in the minority and in the majority, and the martingale test."""
+    from debatekit.analysis.conformity import conformity_summary
+    from debatekit.analysis.paired import aligned
+    from debatekit.analysis.tables import rounds_table
+
+    rounds = rounds_table(debates)
+    if rounds.empty or rounds.groupby("debate_id")["agent"].nunique().max() < 2:
+        return ""
+    table = conformity_summary(rounds, by=())
+    if table.empty:
+        return ""
+    head = ("rounds", "answers", "kept", "to majority", "elsewhere", "right->wrong: minority", "majority",
+            "accuracy change [95% CI]")
+    rows = [head] + [(f"{r.from_round}->{r.to_round}", str(r.transitions), _rate(r.keep), _rate(r.to_majority),
+                      _rate(r.away), _of(r.right_to_wrong_minority, r.right_in_minority),
+                      _of(r.right_to_wrong_majority, r.right_in_majority),
+                      "-" if r.change != r.change else f"{r.change:+.3f} [{r.low:+.3f}, {r.high:+.3f}]")
+                     for r in table.itertuples()]
+    return ("\n\nconformity: agent answers kept, moved to the earlier round's majority or elsewhere; right answers\n"
+            "lost in the minority and in the majority; an agent's accuracy change, 95% interval over items\n"
+            "(0 inside: as the martingale claim of Choi et al. 2025 has it; see docs/guides/conformity.md)\n"
+            + "\n".join(aligned(rows)))
+
+
+def _rate(value: float) -> str:
+    return "-" if value != value else f"{value:.2f}"
+
+
+def _of(rate: float, among: float) -> str:
+    """A rate with the number it is a share of: `0.08 of 164`."""
+    return "-" if rate != rate else f"{rate:.2f} of {among:.0f}"
 
 
 def generic(d: DebateRecord, item_folder: Path) -> str:

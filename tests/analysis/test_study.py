@@ -285,3 +285,20 @@ def test_the_study_command_hands_retry_degraded_to_its_sweep(tmp_path, monkeypat
     monkeypatch.setattr(sweep, "run_sweep", stopped)
     assert cli.main(["study", str(grid), "--quiet", *flag]) == 130
     assert seen["retry_degraded"] is wanted
+
+
+def test_the_notebooks_conformity_cell_reads_the_committed_gsm8k_study():
+    import nbformat
+
+    from debatekit.analysis import conformity
+
+    root = Path(__file__).resolve().parents[2]
+    cells = nbformat.read(root / "notebooks" / "study.ipynb", as_version=4).cells
+    source = next(c.source for c in cells if c.cell_type == "code" and "conformity_summary" in c.source)
+    tables, labels = study.load(root / "results" / "studies" / "gsm8k")
+    namespace = {"tables": tables, "labels": labels, "study": study, "conformity": conformity}
+    exec(source, namespace)  # the cell as shipped, on the study's six runs
+    table = namespace["conform"]
+    assert table["config"].tolist() == ["society_of_mind"] * 2
+    assert table[["from_round", "to_round", "transitions"]].values.tolist() == [[1, 2, 297], [2, 3, 299]]
+    assert table["zero_inside"].tolist() == [True, False]

@@ -1,5 +1,7 @@
 """`debatekit show`: the seed's report for judge_refine, a generic view for other protocols, an item list."""
 
+from pathlib import Path
+
 import pytest
 
 from debatekit import registry
@@ -161,3 +163,14 @@ def test_the_transcript_shows_each_unreadable_reply_and_the_repair_prompt_before
     assert "[reply, not read: no `Answer: A` line]" in text
     assert "Answer: Neither" in transcript.as_html(items)
     assert "not read" not in transcript.as_text(transcript.entries([{**event, "repairs": []}], "d"))
+
+
+def test_the_item_list_of_a_debate_ends_with_its_conformity_and_a_single_agent_run_has_none():
+    studies = Path(__file__).resolve().parents[2] / "results" / "studies" / "gsm8k"
+    lines = show(studies / "society_of_mind-agents3-rounds3-stop_on_agreementfalse-3ea484a1").splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith("conformity: "))
+    assert lines[at + 3].split()[:5] == ["rounds", "answers", "kept", "to", "majority"]
+    assert lines[at + 5].split() == ["1->2", "297", "0.66", "0.07", "0.28", "1.00", "of", "1", "0.08", "of", "164",
+                                     "+0.000", "[-0.034,", "+0.034]"]
+    assert lines[at + 6].split()[:5] == ["2->3", "299", "0.82", "0.08", "0.10"] and len(lines) == at + 7
+    assert "conformity" not in show(studies / "single-f36e1394")

@@ -1,0 +1,175 @@
+"""A fork against its parent: what the intervention did to the final answers, and who followed it.
+
+    effect = forks.fork_effect("runs/fork", "runs/parent", pushed={"q1": 17, "q2": 4})
+    effect.accuracy   # final accuracy of the fork against the parent, paired by item; exact McNemar
+    effect.follow     # per round from the fork on: how many agents gave the pushed answer, fork and parent
+
+A fork replays a recorded debate up to a round R, changes one thing there and runs on. Its run.json
+names where it came from (`parent: {"run": ..., "round": R, "intervention": {...}}`) and its debates
+pair with the parent's item by item (same item ids and seeds). The second run can be the parent
+itself or a control fork that changed nothing at round R: against the parent, the difference is the
+intervention together with running the later rounds again (which a sampling temperature makes
+differ); against an identity fork, the intervention alone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+
+from debatekit.analysis.conformity import no_answer, ratio_bootstrap, wilson
+from debatekit.analysis.intervals import N_BOOT
+from debatekit.analysis.paired import compare
+from debatekit.analysis.tables import Tables, load_runs
+from debatekit.datasets.voting import answers_equal
+
+FOLLOW_COLUMNS = ["round", "items", "fork_eligible", "fork_followed", "fork_rate", "fork_low", "fork_high",
+                  "control_eligible", "control_followed", "control_rate", "control_low", "control_high",
+                  "difference", "low", "high"]
+
+
+@dataclass
+class ForkEffect:
+    accuracy: pd.DataFrame
+    """One `paired.compare` row: the fork (`config`) against the control (`baseline`) on final accuracy."""
+    follow: pd.DataFrame | None
+    """`follow_rate`, or None when no pushed answer was given."""
+
+
+def fork_parent(run: Tables | Path | str) -> dict | None:
+    """The `parent` block of a run's run.json (`run`, `round`, `intervention`); None for a run that is
+    not a fork. Read from the file as written, so it does not depend on the record's schema version."""
+    path = Path(run.runs["path"].iloc[0]) if isinstance(run, Tables) else Path(run)
+    block = json.loads((path / "run.json").read_text(encoding="utf-8")).get("parent")
+    return block if isinstance(block, dict) else None
+
+
+def fork_effect(child: Tables | Path | str, control: Tables | Path | str, pushed: Mapping | str | None = None,
+                fork_round: int | None = None, agents: Sequence[str] | None = None, n_boot: int = N_BOOT,
+                seed: int = 0) -> ForkEffect:
+    """A fork's effect: `fork_accuracy`, and `follow_rate` when `pushed` answers are given.
+
+    Args:
+        child: the fork (a run folder or its `load_runs` tables).
+        control: the parent run, or a control fork of it.
+        pushed: the answer pushed per item, or "truth" (`follow_rate`); None: accuracy only.
+        fork_round: the round the fork changed (`follow_rate`).
+        agents: the agents whose answers count (`follow_rate`).
+        n_boot: bootstrap resamples.
+        seed: the bootstrap's seed.
+    """
+    child, control = _tables(child), _tables(control)
+    follow = None if pushed is None else follow_rate(child, control, pushed, fork_round, agents, n_boot, seed)
+    return ForkEffect(fork_accuracy(child, control, n_boot, seed), follow)
+
+
+def fork_accuracy(child: Tables | Path | str, control: Tables | Path | str, n_boot: int = N_BOOT,
+                  seed: int = 0) -> pd.DataFrame:
+    """Final accuracy of the fork against the control, paired on item and seed (`paired.compare`).
+
+    A pair where either side has no answer is left out (`left_out`). The difference has a bootstrap
+    95% interval over items (exact with one seed) and the exact McNemar test on the discordant pairs;
+    `low90`/`high90` are its 90% t-interval.
+
+    Returns:
+        One row: config "fork", baseline "control", pairs, accuracy, baseline_accuracy, difference,
+        low, high, only_config, only_baseline, p_mcnemar, ... (`paired.COLUMNS`).
+    """
+    sides = [_tables(child).debates.assign(config="fork"), _tables(control).debates.assign(config="control")]
+    return compare(pd.concat(sides, ignore_index=True), baseline="control", by="config", n_boot=n_boot, seed=seed)
+
+
+def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed: Mapping | str,
+                fork_round: int | None = None, agents: Sequence[str] | None = None, n_boot: int = N_BOOT,
+                seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """How often the agents give the answer the intervention pushed, from the fork round on, in the
+    fork and in the control, with the paired difference.
+
+    An agent counts for an item when it is one of `agents` and did not already give the pushed answer
+    at round R-1 (the history the fork shares with its parent, read from the control; with R = 1
+    every agent counts). At each round t >= R it `followed` when its answer equals the pushed one; an
+    agent without an answer at t is left out of that round. The rates are pooled over the items both
+    runs have such an agent for, with Wilson intervals; the difference (fork minus control) has a
+    percentile bootstrap interval that resamples items, each with its agents and seeds on both sides.
+
+    Args:
+        child: the fork (a run folder or its tables).
+        control: the parent, or a control fork that changed nothing.
+        pushed: the answer the intervention pushed, per item id (a planted wrong answer, or the right
+            one), or "truth" for each item's correct answer.
+        fork_round: R; default the `round` of the fork's run.json `parent` block.
+        agents: the agents whose answers count; default every agent but those the intervention
+            names under `agent` or `agents` (the agent it spoke for follows by construction).
+
+    Returns:
+        One row per round t >= R: round, items, then for `fork_` and `control_`: eligible, followed,
+        rate, low, high; and difference, low, high.
+
+    Raises:
+        ValueError: no fork round given and the child's run.json names none.
+    """
+    child, control = _tables(child), _tables(control)
+    parent = fork_parent(child) if fork_round is None or agents is None else None
+    if fork_round is None:
+        if not parent or parent.get("round") is None:
+            raise ValueError("the child run's run.json names no parent round: pass fork_round")
+        fork_round = int(parent["round"])
+    if agents is None:
+        changed = set(_named_agents((parent or {}).get("intervention") or {}))
+        agents = [a for a in pd.concat([child.rounds["agent"], control.rounds["agent"]]).unique() if a not in changed]
+    pushed = dict(zip(control.debates["item_id"], control.debates["truth"])) if isinstance(pushed, str) \
+        and pushed == "truth" else dict(pushed)
+    # round R-1 is history both runs share: read from the control, else from the fork
+    prior = pd.concat([_answers(control), _answers(child)], ignore_index=True)
+    prior = prior[(prior["round"] == fork_round - 1) & ~prior["answer"].map(no_answer).astype(bool)] \
+        .drop_duplicates(["item_id", "seed", "agent"])
+    prior = dict(zip(zip(prior["item_id"], prior["seed"], prior["agent"]), prior["answer"]))
+    sides = [_followed(t, pushed, prior, fork_round, set(agents)) for t in (child, control)]
+    rows = []
+    for r in sorted(set(sides[0]["round"]) & set(sides[1]["round"])):
+        per_item = [s[s["round"] == r].groupby("item_id")["followed"].agg(["sum", "count"]) for s in sides]
+        both = per_item[0].add_suffix("_f").join(per_item[1].add_suffix("_c"), how="inner")
+        row: dict[str, Any] = {"round": r, "items": len(both)}
+        for name, tag in (("fork", "_f"), ("control", "_c")):
+            followed, eligible = int(both["sum" + tag].sum()), int(both["count" + tag].sum())
+            low, high = wilson([followed], [eligible], level)
+            row |= {f"{name}_eligible": eligible, f"{name}_followed": followed,
+                    f"{name}_rate": followed / eligible if eligible else math.nan,
+                    f"{name}_low": float(low[0]), f"{name}_high": float(high[0])}
+        diff = ratio_bootstrap(both["sum_f"], both["count_f"], n_boot, seed, level,
+                               minus=(both["sum_c"], both["count_c"]))
+        rows.append(row | dict(zip(("difference", "low", "high"), diff)))
+    return pd.DataFrame(rows, columns=FOLLOW_COLUMNS)
+
+
+def _followed(tables: Tables, pushed: Mapping, prior: dict, fork_round: int, agents: set) -> pd.DataFrame:
+    """One row per eligible agent, item, seed and round t >= R with an answer: `followed` (0 or 1)."""
+    said = _answers(tables)
+    said = said[(said["round"] >= fork_round) & said["agent"].isin(agents) & said["item_id"].isin(list(pushed))]
+    said = said[[not no_answer(a) for a in said["answer"]]]
+    target = said["item_id"].map(pushed)
+    held = [(i, s, a) in prior and answers_equal(prior[(i, s, a)], p)
+            for i, s, a, p in zip(said["item_id"], said["seed"], said["agent"], target)]
+    said = said.assign(_target=target)[[not h for h in held]]
+    followed = [float(answers_equal(a, p)) for a, p in zip(said["answer"], said["_target"])]
+    return said.assign(followed=followed)[["item_id", "seed", "agent", "round", "followed"]]
+
+
+def _answers(tables: Tables) -> pd.DataFrame:
+    """The rounds table with each debate's seed, so that two runs pair on item, seed and agent."""
+    seeds = tables.debates[["debate_id", "seed"]].drop_duplicates("debate_id")
+    return tables.rounds.drop(columns="seed", errors="ignore").merge(seeds, on="debate_id", how="left")
+
+
+def _named_agents(intervention: Mapping) -> list[str]:
+    named = intervention.get("agents", intervention.get("agent"))
+    return [named] if isinstance(named, str) else list(named or [])
+
+
+def _tables(run: Tables | Path | str) -> Tables:
+    return run if isinstance(run, Tables) else load_runs([run])
