@@ -5,7 +5,7 @@ A protocol receives a `Debate` for one item and uses it to talk to models:
     turn = await debate.ask("agent1", messages, Answer, phase="answer", round=1)
     turns = await debate.gather(debate.ask(a, ..., round=r) for a in agents)   # parallel
     reason = await debate.rounds(step, max_rounds=3, stop=[agreement])         # round loop
-    shown = debate.shown("agent1", 2, [Shown("agent2", text, answer)])         # what agent1 reads
+    shown = debate.shown("agent1", 2, [Shown("agent2", text, answer)])        # what agent1 reads
 
 The engine derives a seed per call, applies the per-call, per-round and per-debate timeouts
 and the token budget, records every call as a `CallEvent`, and never lets a model fault
@@ -252,10 +252,13 @@ class Debate:
         return path
 
     # --- interventions ----------------------------------------------------------------------
-    def shown(self, viewer: str, round: int, replies: list[Shown]) -> list[Shown]:
+    def shown(self, viewer: str, round: int, replies: list[Shown], pool: dict[str, Shown] | None = None) -> list[Shown]:
         """What `viewer` reads in `round` of the earlier replies the protocol would show it (`replies`,
-        in order): the same, unless this debate's intervention changes them (replaces, hides, reorders)."""
-        return replies if self.intervention is None else self.intervention.shown(self, viewer, round, replies)
+        in order): the same, unless this debate's intervention changes them (replaces, hides, reorders).
+        `pool`: every agent's latest reply, by author, which an intervention may show in place of another."""
+        if self.intervention is None:
+            return replies
+        return self.intervention.shown(self, viewer, round, replies, pool or {r.author: r for r in replies})
 
     def note(self, agent: str, round: int | None, change: dict) -> None:
         """Record what an intervention changed for `agent` in `round`: the agent's call event in that

@@ -129,8 +129,9 @@ def society_of_mind(
             read = {n: [o for o in reads[n] if o in last] for n in names}
             adopted = takers(update, names, debate, item, round_no, follow_rate) if round_no > 1 else {}
             if round_no > 1:
+                pool = {o: Shown(o, spec.shown(reply), reply.answer) for o, reply in last.items()}
                 for n in names:
-                    shown = debate.shown(n, round_no, [Shown(o, spec.shown(last[o]), last[o].answer) for o in read[n]])
+                    shown = debate.shown(n, round_no, [pool[o] for o in read[n]], pool)
                     read[n] = [s.author for s in shown]
                     talk[n].append({"role": "user", "content": debate_prompt(spec, [s.text for s in shown],
                                                                              item.question)})
