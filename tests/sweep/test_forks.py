@@ -313,3 +313,13 @@ def test_an_intervention_that_needs_a_wrong_answer_fails_on_an_item_without_one(
     with pytest.raises(ForkError, match="item t1 has no wrong answer for intervention 'adversarial'"):
         fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", intervention=adversarial("agent1"),
              progress=False)
+
+
+def test_a_run_of_several_seeds_forks_seed_by_seed(tmp_path, arithmetic_file):
+    model = scripted.register("fork-seeds", fn=reply)
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model, limit=1, seed=5, seeds=2,
+                  params={"rounds": 2}), tmp_path / "parent", progress=False)
+    scripted.register("fork-seeds", fn=reply)
+    result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert sorted((d.item_id, d.seed) for d in result.debates) == [("q1", 5), ("q1", 6)]
+    assert {(r.round, r.call.get("seed")) for r in scripted.get("fork-seeds").requests} == {(2, 5), (2, 6)}

@@ -69,7 +69,7 @@ def adversarial(agent: str) -> Intervention:
 def swap_model(agent: str, model: str) -> Intervention:
     """From the fork round on, `agent`'s calls go to `model` (a litellm model string)."""
     check_model(model)
-    return Intervention(model=lambda ctx, who: model if who == agent else None, agents=(agent,))
+    return Intervention(model=lambda ctx, who: model if who == agent else None, agents=(agent,), models=(model,))
 
 
 @intervention("persona")

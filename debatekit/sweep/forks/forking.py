@@ -25,12 +25,14 @@ from debatekit import datasets, registry
 from debatekit._base.answer_kinds import LETTERS, first_of_same
 from debatekit.datasets.voting import answers_equal, normalize, tied_answers
 from debatekit.models.cache import ResponseCache
-from debatekit.models.gateway import Gateway, check_model
+from debatekit.models import shared_engine
+from debatekit.models.errors import LocalModelError
+from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.local import cache_dir
 from debatekit.models.recorded import Forked
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
-from debatekit.runner import RunResult, run
+from debatekit.runner import RunResult, local_models, run
 from debatekit.sweep.forks.interventions import Applied, Intervention
 
 
@@ -59,6 +61,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
         ForkError: the parent is no run, the round is out of range, an agent named is not the
             parent's, an item has no wrong (or correct) answer the intervention needs, the dataset
             changed, or the fork asked for a call before `at_round` that the parent did not record.
+        ModelSetupError: a local model asked from `at_round` on is not ready (not pulled, no memory).
     """
     folder = RunFolder(parent)
     record, debates = _parent_run(folder)
@@ -69,8 +72,9 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     for name in intervention.agents if intervention else ():
         if name not in agents:
             raise ForkError(f"agent {name!r} is not an agent of {folder.path} (its agents: {', '.join(agents)})")
-    if model:
-        check_model(model)
+    live_models = [model or record.model, *(intervention.models if intervention else ())]
+    for name in live_models:
+        check_model(name)
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
                                               "cache": record.config.cache if cache is None else cache})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
@@ -82,6 +86,10 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
                   intervention=intervention.describe() if intervention else None, model=model)
     if resume:
         _check_resume(Path(out), link)
+    try:  # each local model assembled, verified and fitting before the first debate, as a run does
+        shared_engine.preflight(local_models(live_models))
+    except LocalModelError as exc:
+        raise ModelSetupError(str(exc)) from exc
     store = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
     live = Gateway(cache=store, concurrency=config.max_calls_in_flight, timeout=config.call_timeout,
                    model_options=config.model_options)

@@ -91,11 +91,16 @@ class Intervention:
     """`model(ctx, agent)`: the model the agent's calls go to, or None (the fork's)."""
     agents: tuple[str, ...] = ()
     """The agents it names; a fork checks that each is an agent of the parent run."""
+    models: tuple[str, ...] = ()
+    """The models it sends calls to; a fork checks each and readies a local one before it starts."""
     needs: tuple[str, ...] = ()
     """What it needs of every item: "wrong" (a wrong answer), "truth" (a correct one); a fork checks."""
     name: str | None = None
+    """The name it is registered under (filled in when its factory is called)."""
     params: dict[str, Any] = field(default_factory=dict)
+    """The parameters its factory was called with, defaults included."""
     source: dict[str, Any] = field(default_factory=dict)
+    """Where its code came from: built in, a module, a package, or a file with its sha256."""
 
     def describe(self) -> dict[str, Any]:
         """The intervention as data, as run.json's `parent.intervention` keeps it."""
@@ -104,6 +109,8 @@ class Intervention:
 
 @dataclass
 class Registered:
+    """A registered intervention: `build(**params)` makes it."""
+
     name: str
     build: Callable[..., Intervention]
     source: dict[str, Any]
