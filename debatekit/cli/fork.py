@@ -21,7 +21,7 @@ def add(subparsers) -> dict:
     p.add_argument("run", metavar="RUN", help="the run folder to fork")
     p.add_argument("--at-round", type=int, required=True, metavar="R",
                    help="the first round asked of a model; the rounds before it come from the record")
-    p.add_argument("--out", required=True, help="the fork's run folder")
+    p.add_argument("--out", required=True, metavar="NEW", help="the fork's run folder")
     change = p.add_mutually_exclusive_group()
     change.add_argument("--replace", metavar="AGENT=BY",
                         help="in round R the others read BY in place of AGENT's previous reply: wrong, correct, "

@@ -13,8 +13,8 @@ from debatekit.models import scripted
 from debatekit.records.schemas import RunConfig
 from debatekit.records.transcript import as_text, entries
 from debatekit.runner import run
-from debatekit.sweep.forks import (ForkError, Intervention, InterventionError, Shown, adversarial, anonymise, fork, hide,
-                                   intervention, make, persona, replace, reorder, swap_model)
+from debatekit.sweep.forks import (ForkError, Intervention, InterventionError, Shown, adversarial, anonymise, fork,
+                                   hide, intervention, make, persona, reorder, replace, swap_model)
 from debatekit.sweep.forks.builtin import ADVERSARY, STAND_IN
 
 ROUND1 = {"q1": [10, 11, 11], "q2": [20, 20, 20], "q3": [31, 32, 33]}
