@@ -5,10 +5,14 @@ A protocol receives a `Debate` for one item and uses it to talk to models:
     turn = await debate.ask("agent1", messages, Answer, phase="answer", round=1)
     turns = await debate.gather(debate.ask(a, ..., round=r) for a in agents)   # parallel
     reason = await debate.rounds(step, max_rounds=3, stop=[agreement])         # round loop
+    shown = debate.shown("agent1", 2, [Shown("agent2", text, answer)])        # what agent1 reads
 
 The engine derives a seed per call, applies the per-call, per-round and per-debate timeouts
 and the token budget, records every call as a `CallEvent`, and never lets a model fault
-escape: a failed call is a `Turn` whose `ok` is False.
+escape: a failed call is a `Turn` whose `ok` is False. A debate may carry an intervention (a
+fork's, `debatekit.sweep.forks`): the engine lets it change what an agent reads of the others'
+earlier replies (`Debate.shown`) and how a call is asked (its model, an added instruction), and
+records each change on the call's event and the round's record.
 """
 
 from __future__ import annotations
@@ -83,6 +87,15 @@ def tie_seed(tie_break: str, debate: "Debate", item: Any) -> str | None:
     return None if tie_break == "first" else f"{debate.seed}:{_item_id(item)}"
 
 
+@dataclass
+class Shown:
+    """One earlier reply as a protocol puts it before an agent: who wrote it, its text as shown, its answer."""
+
+    author: str
+    text: str
+    answer: Any = None
+
+
 class Outcome(Verdict):
     """What a protocol returns for one debate (the `Verdict` fields a debate record keeps); the
     runner adds status, scoring against the truth, rounds, usage and the trace."""
@@ -105,8 +118,11 @@ class Debate:
 
     def __init__(self, item: Any, *, gateway: Gateway, model: str, run_id: str, debate_id: str,
                  seed: int = 0, limits: Limits | None = None,
-                 on_event: Callable[[CallEvent], None] | None = None, folder: Path | None = None):
+                 on_event: Callable[[CallEvent], None] | None = None, folder: Path | None = None,
+                 intervention: Any = None):
         self.item, self.gateway, self.model = item, gateway, model
+        self.intervention = intervention  # None, or an object with `shown(...)` and `asked(...)` (a fork's)
+        self._notes: dict[tuple[str, int | None], list[dict]] = {}  # (agent, round) -> what an intervention changed
         self.folder = folder  # where this debate's own files go (seed-named traces); None: not kept
         self.run_id, self.debate_id, self.seed = run_id, debate_id, seed
         self.limits = limits or Limits()
@@ -168,6 +184,8 @@ class Debate:
         return [task.result() if task in done else self._timed_out(ask, "round") for ask, task in zip(asks, tasks)]
 
     async def _run(self, ask: Ask) -> Turn:
+        if self.intervention is not None:
+            ask = self.intervention.asked(self, ask)  # another model, an added instruction, or the ask as it was
         opts = ask.options
         seed = derive_seed(self.seed, _item_id(self.item), ask.agent, ask.round, ask.phase, opts.get("sample", 0))
         timeout = _min(self.limits.call_timeout, self.remaining)
@@ -220,7 +238,8 @@ class Debate:
             latency_s=round(c.latency, 4),
             cost=c.cost, calls=c.calls, cache_hit=c.cache_hit, faults=c.faults, parse_failures=c.parse_failures,
             retries=c.retries, output=output, text=c.text, error=c.error, error_kind=c.error_kind, ts=time.time(),
-            messages=list(ask.messages), repairs=c.repairs, replies=c.replies, cut_off=c.cut_off, echo=c.echo))
+            messages=list(ask.messages), repairs=c.repairs, replies=c.replies, cut_off=c.cut_off, echo=c.echo,
+            intervention=self._notes.get((ask.agent, ask.round), [])))
         return Turn(ask.agent, ask.phase, ask.round, c, structured=ask.output is not None)
 
     def write(self, name: str, data: BaseModel | dict) -> Path | None:
@@ -232,9 +251,26 @@ class Debate:
         write_json_atomic(path, data)
         return path
 
+    # --- interventions ----------------------------------------------------------------------
+    def shown(self, viewer: str, round: int, replies: list[Shown], pool: dict[str, Shown] | None = None) -> list[Shown]:
+        """What `viewer` reads in `round` of the earlier replies the protocol would show it (`replies`,
+        in order): the same, unless this debate's intervention changes them (replaces, hides, reorders).
+        `pool`: every agent's latest reply, by author, which an intervention may show in place of another."""
+        if self.intervention is None:
+            return replies
+        return self.intervention.shown(self, viewer, round, replies, pool or {r.author: r for r in replies})
+
+    def note(self, agent: str, round: int | None, change: dict) -> None:
+        """Record what an intervention changed for `agent` in `round`: the agent's call event in that
+        round and the round's record (`extra["intervention"]`) keep it."""
+        self._notes.setdefault((agent, round), []).append(change)
+
     # --- rounds -----------------------------------------------------------------------------
     def record_round(self, round: int, answers: dict[str, Any], **extra) -> RoundRecord:
         """Record what each agent answered in a round (None for an agent without an answer)."""
+        changed = [c for (_, r), notes in self._notes.items() if r == round for c in notes]
+        if changed:
+            extra["intervention"] = changed
         record = RoundRecord(round=round, answers=answers, extra=extra)
         self.history.append(record)
         return record

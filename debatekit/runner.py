@@ -36,7 +36,7 @@ from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
 from debatekit.models.local import cache_dir
 from debatekit.records import review
-from debatekit.records.schemas import CallEvent, DebateRecord, RunConfig, RunRecord
+from debatekit.records.schemas import CallEvent, DebateRecord, Parent, RunConfig, RunRecord
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,
                                      item_folder_name, now)
 
@@ -86,9 +86,12 @@ def default_out(config: RunConfig) -> Path:
 async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool = False,
                retry_degraded: bool = False, progress: bool = True, gateway: Gateway | None = None,
                on_debate: Callable[[DebateRecord], None] | None = None,
-               only: set[tuple[str, int]] | None = None, allow_protocol_change: bool = False) -> RunResult:
+               only: set[tuple[str, int]] | None = None, allow_protocol_change: bool = False,
+               intervention: Any = None, parent: Parent | None = None) -> RunResult:
     """Run `config` and write its run folder; see `run` for the arguments. `only`: run just these
-    (item id, seed) debates (`debatekit.sweep.rescore` plays back the debates a run recorded)."""
+    (item id, seed) debates (`debatekit.sweep.rescore` plays back the debates a run recorded);
+    `intervention`: what every debate's engine lets change (`Debate.intervention`) and `parent`: the
+    run this one forks (`RunRecord.parent`), both set by `debatekit.sweep.forks`."""
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
     model = config.run_model
@@ -110,7 +113,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
         record = _open_record(folder, config, info, resume, spec.source, cache, gateway.served_by,
-                              allow_protocol_change)
+                              allow_protocol_change, parent)
     except BaseException:
         folder.close()
         if cache is not None:
@@ -149,7 +152,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
             debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
                             debate_id=uuid.uuid4().hex[:12], seed=seed, limits=limits,
                             on_event=lambda event: (folder.append(EVENTS_FILE, event), calls.add(event)),
-                            folder=folder.path / where)
+                            folder=folder.path / where, intervention=intervention)
             result = await _debate(solver, item, debate, config.protocol, calls)
             folder.append(DEBATES_FILE, result)
             if not result.answered and (item.id, seed) in again:  # the retry did worse: the last record
@@ -378,8 +381,8 @@ def _version(source: dict) -> str:
 
 
 def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source: dict | None = None,
-                 cache: ResponseCache | None = None, served_by=None, allow_protocol_change: bool = False
-                 ) -> RunRecord:
+                 cache: ResponseCache | None = None, served_by=None, allow_protocol_change: bool = False,
+                 parent: Parent | None = None) -> RunRecord:
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
     if resume and folder.exists:
@@ -414,7 +417,7 @@ def _open_record(folder: RunFolder, config: RunConfig, info, resume: bool, sourc
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
                            git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),
-                           model=config.run_model, dataset=info, protocol_source=source)
+                           model=config.run_model, dataset=info, protocol_source=source, parent=parent)
     folder.write_run(record)
     return record
 

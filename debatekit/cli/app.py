@@ -99,8 +99,8 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-COMMANDS = ("protocols", "compare", "drain", "new", "pack", "report", "rerecord", "rescore", "review", "serve", "show", "study",
-            "sweep")
+COMMANDS = ("protocols", "compare", "drain", "fork", "new", "pack", "report", "rerecord", "rescore", "review", "serve",
+            "show", "study", "sweep")
 """Subcommands beyond the core ones: each a module of `debatekit.cli` with `add(subparsers) -> {name: handler}`."""
 
 

@@ -22,6 +22,9 @@ recorded with the reply it ended with (its first reply is lost), so that such a 
 recording of what its model said rather than needing the model again. The gateway keeps count
 of what it did: `missing` (asked, not recorded), `live` (asked of the fallback), `unreadable` and
 `unasked()` (recorded, not asked).
+
+`Forked` serves a fork of a run (`debatekit.sweep.forks`): the rounds before the fork round are
+played back as above, whatever the response cache holds, and every later call is asked of a model.
 """
 
 from __future__ import annotations
@@ -221,3 +224,33 @@ def _not_recorded(done: Completion, where: dict, what: str) -> None:
     done.error = (f"{NOT_RECORDED}: {what} ({where.get('agent')}, {where.get('phase')}, round {where.get('round')}, "
                   f"item {where.get('item_id')})")
     done.error_kind = NOT_RECORDED
+
+
+class Forked(Recorded):
+    """A fork's gateway (`debatekit.sweep.forks`): a call of a round before `at_round` is answered from
+    the parent's call events, as `Recorded` answers it (one the parent did not record fails with
+    `error_kind` "not_recorded", and is listed in `missing`); every other call (round `at_round` or
+    later, or outside the numbered rounds) goes to `live`, whose cache, health and counts are this
+    gateway's too."""
+
+    def __init__(self, events: Iterable[dict], seeds: dict[str, int | None], default_seed: int = 0, *,
+                 at_round: int, live: Gateway):
+        super().__init__(events, seeds, default_seed)
+        self.at_round, self.live_gateway = at_round, live
+        self.stats = live.stats
+
+    def add_options(self, model: str, options: dict) -> None:
+        super().add_options(model, options)
+        self.live_gateway.add_options(model, options)
+
+    def dead(self, model: str | None = None) -> str | None:
+        return self.live_gateway.dead(model)
+
+    def unreached(self, model: str) -> str | None:
+        return self.live_gateway.unreached(model)
+
+    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
+        round = CALL_CONTEXT.get().get("round")
+        if round is None or round >= self.at_round:
+            return await self.live_gateway._fetch(model, messages, params, fmt, timeout, done)
+        return await super()._fetch(model, messages, params, fmt, timeout, done)

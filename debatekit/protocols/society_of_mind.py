@@ -24,22 +24,41 @@ failed call is no answer: that agent is left out of the vote, and the others kee
 last answer it did give. Li et al. published no code: `ring` follows the paper's
 neighbour-connected graph (each agent reads two neighbours); `star` and explicit adjacencies are
 debatekit's.
+
+`update` picks how an agent updates after round 1 (Choi, Zhu and Li 2025, "Debate or Vote: Which
+Yields Better Decisions in Multi-Agent Large Language Models?", arXiv 2508.17536, MAD-Conformist and
+MAD-Follower): `debate` (the default) asks every agent to revise; `conformist` lets an agent whose
+previous answer is the previous round's majority answer keep its reply, and asks only the others;
+`follower` lets each agent, with probability `follow_rate` (0.3 in the paper), take the majority
+answer, and asks the others. The majority answer is the most common answer of the previous round; a
+tie (or no answer) is no majority, and then every agent revises. The paper's released code has
+neither rule; these follow its text as its authors explained it (their repository's issue 2): a
+follower takes the majority answer, not the answer of one other agent drawn at random. Where
+debatekit differs: an agent that keeps or takes a reply makes no
+model call; it takes the whole reply (reasoning and answer) of the first agent, in the order of
+`agents`, that gave the majority answer (its own if it gave it), and that reply joins its conversation
+after the round's prompt as if it had written it; the follower's draw is seeded by the run seed, the
+item, the agent and the round. Each such round records who took whose reply (`adopted`).
+
+The replies an agent reads go through `Debate.shown`, so a fork of a run (`debatekit fork`) can
+replace, hide or reorder them; each revision round records whose replies each agent read (`read`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, PlainValidator
 
-from debatekit.datasets.voting import agreement_rate, majority
-from debatekit.engine import Outcome, TieBreak, agreement, tie_seed
+from debatekit.datasets.voting import agreement_rate, answers_equal, majority, tied_answers
+from debatekit.engine import Outcome, Shown, TieBreak, agreement, derive_seed, tie_seed
 from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
                                                 spec_for)
 from debatekit.protocols.shared.topology import Topology, resolve
 from debatekit.registry import ProtocolError, protocol
 
 MAX_AGENTS = 16
+Update = Literal["debate", "conformist", "follower"]
 
 
 def _agents(value: object) -> int | list[str]:
@@ -86,11 +105,14 @@ def society_of_mind(
     models: Models = [],
     topology: Topology = "full",
     tie_break: TieBreak = "first",
+    update: Update = "debate",
+    follow_rate: Annotated[float, Field(ge=0, le=1)] = 0.3,
 ):
     """N agents answer, then revise after reading each other's answers; majority vote.
 
     A tie goes to the first agent's answer, or with `tie_break="random"` to one drawn with the run's
-    seed and the item."""
+    seed and the item. `update` "conformist" or "follower" replaces the revision of some agents by
+    keeping or taking the majority reply (see the module)."""
     names = agent_names(agents)
     reads = resolve(topology, names, "society_of_mind")
     persona = {name: personas[i % len(personas)] if personas else None for i, name in enumerate(names)}
@@ -100,25 +122,36 @@ def society_of_mind(
         spec = spec_for(item, answer, answer_format)
         output = spec.output
         talk = {n: first_messages(spec, item.question, persona[n]) for n in names}
-        last: dict[str, object] = {}  # each agent's latest parsed answer
+        last: dict[str, Any] = {}  # each agent's latest parsed answer
+        said: dict[str, str] = {}  # and the text of that reply
 
         async def step(round_no: int) -> None:
-            shown = {n: [o for o in reads[n] if o in last] for n in names}
+            read = {n: [o for o in reads[n] if o in last] for n in names}
+            adopted = takers(update, names, debate, item, round_no, follow_rate) if round_no > 1 else {}
             if round_no > 1:
+                pool = {o: Shown(o, spec.shown(reply), reply.answer) for o, reply in last.items()}
                 for n in names:
-                    others = [last[o] for o in shown[n]]
-                    talk[n].append({"role": "user", "content": debate_prompt(spec, others, item.question)})
+                    shown = debate.shown(n, round_no, [pool[o] for o in read[n]], pool)
+                    read[n] = [s.author for s in shown]
+                    talk[n].append({"role": "user", "content": debate_prompt(spec, [s.text for s in shown],
+                                                                             item.question)})
             turns = await debate.gather(
-                debate.ask(n, talk[n], output, phase="answer" if round_no == 1 else "revise",
-                           round=round_no, temperature=temperature, model=model_of[n]) for n in names)
+                debate.ask(n, talk[n], output, phase="answer" if round_no == 1 else "revise", round=round_no,
+                           temperature=temperature, model=model_of[n]) for n in names if n not in adopted)
+            answers = {}
             for turn in turns:
+                answers[turn.agent] = turn.parsed.answer if turn.ok else None
                 if turn.ok:
                     talk[turn.agent].append({"role": "assistant", "content": turn.text})
-                    last[turn.agent] = turn.parsed
+                    last[turn.agent], said[turn.agent] = turn.parsed, turn.text
                 elif round_no > 1:
                     talk[turn.agent].pop()  # keep the conversation well formed for the next round
-            debate.record_round(round_no, {t.agent: t.parsed.answer if t.ok else None for t in turns},
-                                **({"read": shown} if round_no > 1 else {}))
+            for n, source in adopted.items():  # no call: the majority reply becomes theirs
+                last[n], said[n] = last[source], said[source]
+                talk[n].append({"role": "assistant", "content": said[n]})
+                answers[n] = last[n].answer
+            extra = {"read": read, **({"adopted": adopted} if adopted else {})} if round_no > 1 else {}
+            debate.record_round(round_no, {n: answers[n] for n in names}, **extra)
 
         await debate.rounds(step, rounds, stop=[agreement] if stop_on_agreement else [])
         final_round = next((r for r in reversed(debate.history) if any(
@@ -149,13 +182,30 @@ def models_of(names: list[str], models: dict[str, str] | list[str],
     return {name: models[i % len(models)] if models else None for i, name in enumerate(names)}
 
 
-def debate_prompt(spec: AnswerSpec, others: list, question: str) -> str:
-    """The revision prompt: the other agents' latest replies, then a request to re-check and answer;
-    with no replies to show, a request to check one's own answer again."""
+def takers(update: str, names: list[str], debate, item, round_no: int, follow_rate: float) -> dict[str, str]:
+    """The agents that make no call this round under `update` ("conformist", "follower"; none under
+    "debate"), each with the agent whose previous reply it keeps or takes: the first agent that gave the
+    previous round's majority answer, or itself if it gave it. No majority (a tie): none."""
+    if update == "debate":
+        return {}
+    previous = debate.history[-1].answers
+    top = tied_answers([previous.get(n) for n in names])
+    if len(top) != 1:
+        return {}
+    holders = [n for n in names if previous.get(n) is not None and answers_equal(previous[n], top[0])]
+    if update == "conformist":
+        return {n: n for n in holders}
+    drawn = [n for n in names if derive_seed(debate.seed, item.id, n, round_no, "follow") / 2**31 < follow_rate]
+    return {n: n if n in holders else holders[0] for n in drawn}
+
+
+def debate_prompt(spec: AnswerSpec, others: list[str], question: str) -> str:
+    """The revision prompt: the other agents' latest replies (as `spec.shown` shows them), then a
+    request to re-check and answer; with no replies to show, a request to check one's own answer again."""
     if not others:
         return (f"Check your previous answer once more: is it correct? Then give your answer again. "
                 f"The question was: {spec.question(question)}\n\n{spec.closing()}")
-    shown = "\n\n".join(f"--- reply of another agent ---\n{spec.shown(o)}" for o in others)
+    shown = "\n\n".join(f"--- reply of another agent ---\n{text}" for text in others)
     return (f"Other agents have answered the same question. Their latest replies:\n\n{shown}\n\n"
             f"Treat these replies as extra material, not as the truth: they may be right or wrong. Go "
             f"through your own earlier reasoning and theirs step by step, decide what holds up, and answer "

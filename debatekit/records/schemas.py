@@ -128,6 +128,9 @@ class CallEvent(BaseModel):
     echo: bool = False
     """Its answer was read from a line of the prompt the reply repeats, its own words giving none
     (`extract.echoed`); the answer still counts as the agent's."""
+    intervention: list[dict] = Field(default=[], exclude_if=lambda changes: not changes)
+    """What a fork's intervention changed in this call (`Debate.note`): the replies the agent read,
+    an added instruction, another model. Empty (and not written) for a call asked as the protocol wrote it."""
 
 
 class RoundRecord(BaseModel):
@@ -226,6 +229,24 @@ class DatasetInfo(BaseModel):
     items: int
 
 
+class Parent(BaseModel):
+    """Where a forked run branched off its parent (`debatekit fork`): the calls of the rounds before
+    `at_round` are the parent's recorded replies, the rest were asked of a model."""
+
+    run: str
+    """The parent run's folder, as an absolute path."""
+    run_id: str
+    """The parent run's `run_id`."""
+    at_round: int
+    """The first round asked of a model; every call before it was played back from the parent."""
+    intervention: dict[str, Any] | None = None
+    """What the fork changed from `at_round` on: `name`, `params` and `source` (where its code came
+    from); None for a fork that changes nothing."""
+    model: str | None = None
+    """The model of every call from `at_round` on (an intervention may still swap one agent's); None:
+    the parent's."""
+
+
 class RunRecord(BaseModel):
     """run.json: what ran, on what, from which code, and how it went."""
 
@@ -244,6 +265,9 @@ class RunRecord(BaseModel):
     reason: str | None = None
     """Why a run did not complete: why an interrupted run stopped (a signal, a failed write), or why a
     failed one failed (a model that never answered, no debate with an answer)."""
+    parent: Parent | None = Field(None, exclude_if=lambda parent: parent is None)
+    """The run this one was forked from (`debatekit fork`), where and with what change; None (and not
+    written) for a run that began from the first round."""
     protocol_source: dict[str, Any] | None = None
     """Where the protocol's code came from (`registry.ProtocolSpec.source`): built in, an installed
     package and its version, or a file and its sha256; None in runs recorded before it was kept."""

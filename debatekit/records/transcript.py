@@ -3,7 +3,8 @@
 Each call event carries the messages the agent was shown. An agent that keeps a conversation
 is shown its own earlier turns again; a transcript entry lists only the messages that are new
 since that agent's previous call, so a debate reads round by round without repeats. Runs
-recorded before messages were kept give entries without them (`shown` is None).
+recorded before messages were kept give entries without them (`shown` is None). A call a fork's
+intervention changed (what the agent read, an added instruction, another model) says so first.
 """
 
 from __future__ import annotations
@@ -33,6 +34,18 @@ class Entry:
     faults: tuple[str, ...] = ()
     repairs: tuple[dict, ...] = ()
     """Earlier replies that could not be read, each with its error and the repair prompt that followed."""
+    changes: tuple[dict, ...] = ()
+    """What an intervention changed in this call (`CallEvent.intervention`)."""
+
+    @property
+    def changed(self) -> list[str]:
+        """Each change an intervention made, as one line."""
+        lines = []
+        for change in self.changes:
+            name = change.get("intervention")
+            what = "; ".join(f"{k}: {v}" for k, v in change.items() if k != "intervention")
+            lines.append(f"[intervention{f' {name}' if name else ''}] {what}")
+        return lines
 
     @property
     def ending(self) -> str | None:
@@ -73,7 +86,8 @@ def entries(events: list[dict], debate_id: str) -> list[Entry]:
         out.append(Entry(round=event.get("round"), agent=agent, phase=event.get("phase", ""), shown=shown,
                          reply=event.get("text") or "", answer=answer, ok=output is not None and not event.get("error"),
                          error=event.get("error"), faults=tuple(event.get("faults") or ()),
-                         repairs=tuple(event.get("repairs") or ())))
+                         repairs=tuple(event.get("repairs") or ()),
+                         changes=tuple(event.get("intervention") or ())))
     return out
 
 
@@ -85,6 +99,7 @@ def as_text(items: list[Entry]) -> str:
             current = e.round
             lines.append(f"\n=== round {e.round if e.round is not None else '-'} ===")
         lines.append(f"\n--- {e.agent} · {e.phase} ---")
+        lines += e.changed
         if e.shown is None:
             lines.append("[shown: not recorded in this run]")
         for m in e.shown or []:
@@ -106,7 +121,8 @@ def as_html(items: list[Entry]) -> str:
         repairs = "".join(f"<div><i>reply, not read: {html.escape(str(r.get('error', '?')))}</i>:"
                           f"<pre>{html.escape(str(r.get('text', '')))}</pre><i>repair</i>:"
                           f"<pre>{html.escape(str(r.get('repair_prompt', '')))}</pre></div>" for r in e.repairs)
-        parts.append(f"<div class='dk-call'><b>{html.escape(e.agent)}</b> · {html.escape(e.phase)}"
+        notes = "".join(f"<div><i>{html.escape(line)}</i></div>" for line in e.changed)
+        parts.append(f"<div class='dk-call'><b>{html.escape(e.agent)}</b> · {html.escape(e.phase)}{notes}"
                      f"<details><summary>shown</summary>{shown}</details>{repairs}"
                      f"<div><i>reply</i>{html.escape(f' [{e.ending}]' if e.ending else '')}:"
                      f"<pre>{html.escape(e.reply)}</pre></div>"

@@ -130,3 +130,68 @@ def test_bad_agent_names_and_stray_models_are_one_line_errors(tmp_path, arithmet
                      "--out", str(tmp_path / "r"), "--quiet", *args]) == 2
         err = capsys.readouterr().err
         assert err.startswith("debatekit: error:") and message in err, err
+
+
+# --- update rules (Choi et al. 2025): conformist and follower ----------------------------------
+
+def _update_run(tmp_path, arithmetic_file, model, **params):
+    return run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model,
+                         params={"rounds": 2, "stop_on_agreement": False, **params}), tmp_path / "run", progress=False)
+
+
+def test_a_conformist_in_the_majority_keeps_its_reply_without_a_call(tmp_path, arithmetic_file, model_from):
+    asked = []
+
+    def fn(req):
+        asked.append((req.round, req.agent))
+        return answer({1: {"agent1": 10, "agent2": 10, "agent3": 12}, 2: {"agent3": 10}}[req.round][req.agent])
+
+    (debate,) = _update_run(tmp_path, arithmetic_file, model_from(fn), update="conformist").debates
+    assert sorted(asked) == [(1, "agent1"), (1, "agent2"), (1, "agent3"), (2, "agent3")]
+    assert debate.rounds[1].answers == {"agent1": 10, "agent2": 10, "agent3": 10}
+    assert debate.rounds[1].extra["adopted"] == {"agent1": "agent1", "agent2": "agent2"}
+    assert debate.usage.calls == 4
+
+
+def test_with_no_majority_every_conformist_revises(tmp_path, arithmetic_file, model_from):
+    model = model_from(script({("q1", 1): [10, 11, 12], ("q1", 2): [10, 10, 12]}))
+    (debate,) = _update_run(tmp_path, arithmetic_file, model, update="conformist").debates
+    assert debate.usage.calls == 6 and "adopted" not in debate.rounds[1].extra
+
+
+def test_a_follower_told_to_follow_takes_the_majority_reply_as_its_own(tmp_path, arithmetic_file, model_from):
+    seen = {}
+
+    def fn(req):
+        seen[(req.round, req.agent)] = req.messages
+        values = {"agent1": 10, "agent2": 10, "agent3": 12} if req.round == 1 else {"agent1": 11, "agent2": 11,
+                                                                                     "agent3": 11}
+        return answer(values[req.agent], reasoning=f"{req.agent} worked it out")
+
+    model = model_from(fn)
+    (debate,) = _update_run(tmp_path, arithmetic_file, model, update="follower", follow_rate=1.0,
+                            rounds=3).debates
+    assert debate.rounds[1].answers == {"agent1": 10, "agent2": 10, "agent3": 10}
+    assert debate.rounds[1].extra["adopted"] == {"agent1": "agent1", "agent2": "agent2", "agent3": "agent1"}
+    assert set(seen) == {(1, "agent1"), (1, "agent2"), (1, "agent3")}  # round 2 and 3 asked nobody
+    assert debate.final_answer == 10 and debate.correct
+
+
+def test_a_follower_that_is_never_drawn_debates_as_before(tmp_path, arithmetic_file, model_from):
+    model = model_from(script({("q1", 1): [10, 10, 12], ("q1", 2): [10, 11, 12]}))
+    (debate,) = _update_run(tmp_path, arithmetic_file, model, update="follower", follow_rate=0.0).debates
+    assert debate.usage.calls == 6 and debate.rounds[1].answers == {"agent1": 10, "agent2": 11, "agent3": 12}
+
+
+def test_the_follower_draw_is_seeded_by_the_run_seed_item_agent_and_round(tmp_path, arithmetic_file, model_from):
+    from debatekit.engine import derive_seed
+
+    names = [f"agent{k}" for k in range(1, 7)]
+    model = model_from(lambda req: answer(10 if req.round == 1 and req.agent in ("agent1", "agent2") else 20))
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model, seed=4,
+                           params={"agents": 6, "rounds": 2, "update": "follower", "follow_rate": 0.5}),
+                 tmp_path / "run", progress=False)
+    drawn = {n for n in names if derive_seed(4, "q1", n, 2, "follow") / 2**31 < 0.5}
+    adopted = result.debates[0].rounds[1].extra.get("adopted", {})
+    assert set(adopted) == drawn and 0 < len(drawn) < 6
+    assert all(source in ("agent3", n) for n, source in adopted.items())  # 20 is the majority (4 of 6)

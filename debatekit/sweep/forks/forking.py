@@ -1,0 +1,204 @@
+"""Fork a recorded run at a round: the same debates, replayed up to that round, then asked again.
+
+    from debatekit.sweep.forks import fork, replace
+    fork("runs/som", at_round=2, out="runs/som-wrong", intervention=replace("agent1", by="wrong"))
+
+Every call of a round before `at_round` is answered from the parent's call events, never from a
+model (whether or not the response cache is on); from `at_round` on, each call is asked of the
+parent's model (or `model`), with the intervention applied. The fork runs the parent's debates
+only, under their run seeds, so its items pair one to one with the parent's; its run.json names the
+parent, the fork round and the intervention (`parent`), and each change the intervention made is
+kept on the call's event and the round's record (`intervention`).
+
+A debate the parent ended before `at_round` (its agents agreed) ends the same way in the fork,
+with no call asked, unless the stop rule is switched off (`params={"stop_on_agreement": False}`);
+parameters that change a prompt before `at_round` make the fork fail with the first call the parent
+did not record.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from debatekit import datasets, registry
+from debatekit._base.answer_kinds import LETTERS, first_of_same
+from debatekit.datasets.voting import answers_equal, normalize, tied_answers
+from debatekit.models.cache import ResponseCache
+from debatekit.models import shared_engine
+from debatekit.models.errors import LocalModelError
+from debatekit.models.gateway import Gateway, ModelSetupError, check_model
+from debatekit.models.local import cache_dir
+from debatekit.models.recorded import Forked
+from debatekit.records.schemas import DebateRecord, Parent, RunRecord
+from debatekit.records.trace import RunFolder, RunFolderError
+from debatekit.runner import RunResult, local_models, run
+from debatekit.sweep.forks.interventions import Applied, Intervention
+
+
+class ForkError(RunFolderError):
+    """A fork that cannot be made as asked: not a run, a round out of range, an agent it does not have."""
+
+
+def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: Intervention | None = None,
+         model: str | None = None, params: dict[str, Any] | None = None, cache: bool | None = None,
+         resume: bool = False, progress: bool = True) -> RunResult:
+    """Fork the run in `parent` at round `at_round` into the folder `out` (see the module).
+
+    Args:
+        parent: a run folder.
+        at_round: the first round asked of a model, 2 up to the protocol's rounds.
+        out: the fork's run folder.
+        intervention: what changes from `at_round` on (`replace`, `adversarial`, ... or your own
+            registered one); None changes nothing.
+        model: the model of every call from `at_round` on; None: the parent's.
+        params: protocol parameters changed from the parent's (`stop_on_agreement`, `rounds`).
+        cache: reuse cached replies from `at_round` on; None: as the parent did.
+        resume: continue the fork in `out`, which must fork the same run, round and intervention.
+        progress: a progress bar.
+
+    Raises:
+        ForkError: the parent is no run, the round is out of range, an agent named is not the
+            parent's, an item has no wrong (or correct) answer the intervention needs, the dataset
+            changed, or the fork asked for a call before `at_round` that the parent did not record.
+        ModelSetupError: a local model asked from `at_round` on is not ready (not pulled, no memory).
+    """
+    folder = RunFolder(parent)
+    record, debates = _parent_run(folder)
+    spec = registry.get(record.config.protocol)
+    wanted = {**record.config.params, **(params or {})}
+    _check_round(spec, spec.validate(wanted), at_round, record.config.protocol)
+    agents = list(dict.fromkeys(a for d in debates for r in d.rounds for a in r.answers))
+    for name in intervention.agents if intervention else ():
+        if name not in agents:
+            raise ForkError(f"agent {name!r} is not an agent of {folder.path} (its agents: {', '.join(agents)})")
+    live_models = [model or record.model, *(intervention.models if intervention else ())]
+    for name in live_models:
+        check_model(name)
+    config = record.config.model_copy(update={"model": record.model, "params": wanted,
+                                              "cache": record.config.cache if cache is None else cache})
+    items, info = datasets.load(config.dataset, spec.item_model, config.limit)
+    if info.sha256 != record.dataset.sha256:
+        raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
+    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
+    plans = _plans(items, debates, seed_of, intervention)
+    link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
+                  intervention=intervention.describe() if intervention else None, model=model)
+    if resume:
+        _check_resume(Path(out), link)
+    try:  # each local model assembled, verified and fitting before the first debate, as a run does
+        shared_engine.preflight(local_models(live_models))
+    except LocalModelError as exc:
+        raise ModelSetupError(str(exc)) from exc
+    store = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
+    live = Gateway(cache=store, concurrency=config.max_calls_in_flight, timeout=config.call_timeout,
+                   model_options=config.model_options)
+    events = [e for e in folder.events() if e.get("debate_id") in seed_of]
+    gateway = Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live)
+    try:
+        result = run(config, out, gateway=gateway, progress=progress, resume=resume, parent=link,
+                     only={(d.item_id, seed_of[d.debate_id]) for d in debates},
+                     intervention=Applied(intervention, at_round, model, plans))
+    finally:
+        if store is not None:
+            store.close()
+    if gateway.missing:
+        raise ForkError(_unrecorded(gateway.missing, debates, seed_of, at_round, folder.path, out))
+    return result
+
+
+def wrong_answer(item: Any, parent: DebateRecord | None) -> Any:
+    """The wrong answer a fork uses on `item`: the most common wrong answer of the parent's round 1
+    in that debate (a tie: the one given first, in the order of the agents), else `fallback_wrong`."""
+    truth = getattr(item, "answer", None)
+    if truth is None:
+        return None
+    choices = getattr(item, "choices", None) or []
+    first = parent.rounds[0].answers.values() if parent is not None and parent.rounds else []
+    wrong = [a for a in first if a is not None and not _same(a, truth, choices)]
+    return tied_answers(wrong)[0] if wrong else fallback_wrong(truth, choices)
+
+
+def fallback_wrong(truth: Any, choices: list[str] | None = None) -> Any:
+    """A wrong answer derived from the truth, for an item whose parent gave none in round 1: the next
+    option letter of a multiple-choice item (after the last, the first; options that read as the
+    truth's are skipped), the other of yes/no, the truth plus 1 for a number; None for free text."""
+    if choices:
+        truth_letter = first_of_same(truth, choices)
+        letters = LETTERS[: len(choices)]
+        if truth_letter not in letters:
+            return None
+        start = letters.index(truth_letter)
+        later = [letters[(start + k) % len(letters)] for k in range(1, len(letters))]
+        return next((c for c in later if first_of_same(c, choices) != truth_letter), None)
+    value = normalize(truth)
+    if value in ("yes", "no"):
+        return "no" if value == "yes" else "yes"
+    if isinstance(truth, (int, float)) and not isinstance(truth, bool):
+        return truth + 1
+    if hasattr(value, "denominator"):  # a number written as text
+        return int(value) + 1 if value.denominator == 1 else float(value) + 1
+    return None
+
+
+def _same(answer: Any, truth: Any, choices: list[str]) -> bool:
+    return answers_equal(first_of_same(answer, choices), first_of_same(truth, choices))
+
+
+def _parent_run(folder: RunFolder) -> tuple[RunRecord, list[DebateRecord]]:
+    if not (folder.path / "run.json").is_file():
+        raise ForkError(f"{folder.path} is not a run folder (no run.json)")
+    try:
+        record, debates = folder.read_run(), folder.debates()
+    except (ValueError, OSError) as exc:
+        raise ForkError(f"{folder.path} is not a readable run folder: {str(exc).splitlines()[0]}") from exc
+    if not debates:
+        raise ForkError(f"{folder.path} holds no finished debate to fork")
+    return record, debates
+
+
+def _check_round(spec: registry.ProtocolSpec, params: dict, at_round: int, protocol: str) -> None:
+    name = spec.flag("rounds")
+    if name is None:
+        raise ForkError(f"protocol {protocol!r} has no rounds to fork at")
+    ceiling = params[name]
+    if not isinstance(at_round, int) or not 2 <= at_round <= ceiling:
+        raise ForkError(f"round {at_round} is out of range: a fork of this {protocol} run begins at round 2 to "
+                        f"{ceiling} (the run's {name!r} parameter)")
+
+
+def _plans(items, debates: list[DebateRecord], seed_of: dict[str, int], intervention: Intervention | None) -> dict:
+    """(item id, seed) -> (the parent's record, the wrong answer), checked against what the intervention needs."""
+    by_id = {str(item.id): item for item in items}
+    plans = {}
+    for d in debates:
+        item = by_id.get(d.item_id)
+        wrong = wrong_answer(item, d) if item is not None else None
+        for need in intervention.needs if intervention else ():
+            found = wrong if need == "wrong" else getattr(item, "answer", None)
+            if found is None:
+                what = "wrong" if need == "wrong" else "correct"
+                raise ForkError(f"item {d.item_id} has no {what} answer for intervention {intervention.name!r} "
+                                "(a wrong one comes from the parent's round 1, or from a number, yes/no or options)")
+        plans[(d.item_id, seed_of[d.debate_id])] = (d, wrong)
+    return plans
+
+
+def _unrecorded(missing: list[tuple], debates: list[DebateRecord], seed_of: dict[str, int], at_round: int,
+                parent: Path, out: Path | str) -> str:
+    """Why the fork asked for calls before `at_round` that the parent did not record, from the first."""
+    item, seed, agent, phase, round = missing[0]
+    ended = {(d.item_id, seed_of[d.debate_id]): len(d.rounds) for d in debates}.get((item, seed))
+    if ended is not None and round > ended:
+        return (f"the parent's debate of item {item} ended after round {ended}, so it has no round {round} to play "
+                f"back; fork at round {ended + 1} at most, or keep the parent's stop rule ({out} is incomplete)")
+    return (f"{len(missing)} call(s) before round {at_round} are not in the record of {parent} (first: item {item}, "
+            f"{agent} {phase} round {round}): the protocol or its parameters now ask otherwise; {out} is no fork of it")
+
+
+def _check_resume(out: Path, link: Parent) -> None:
+    folder = RunFolder(out)
+    if folder.exists:
+        before = folder.read_run().parent
+        if before is None or before.model_dump(exclude={"run"}) != link.model_dump(exclude={"run"}):
+            raise ForkError(f"cannot resume {out}: it is not a fork of the same run, round and intervention")

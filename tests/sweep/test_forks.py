@@ -1,0 +1,325 @@
+"""Forks of a recorded society_of_mind run, driven by scripted models: what is played back, what is
+asked, what each intervention changes in what an agent reads or is told, and the errors."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from debatekit.cli.app import main
+from debatekit.models import scripted
+from debatekit.records.schemas import RunConfig
+from debatekit.records.transcript import as_text, entries
+from debatekit.runner import run
+from debatekit.sweep.forks import (ForkError, Intervention, InterventionError, Shown, adversarial, anonymise, fork,
+                                   hide, intervention, make, persona, reorder, replace, swap_model)
+from debatekit.sweep.forks.builtin import ADVERSARY, STAND_IN
+
+ROUND1 = {"q1": [10, 11, 11], "q2": [20, 20, 20], "q3": [31, 32, 33]}
+"""Each agent's answer in every round of the parent (truths 10, 20, 30): q2 agrees in round 1 and stops."""
+
+
+def reply(req) -> dict:
+    return {"reasoning": f"{req.agent} reasons in round {req.round}",
+            "answer": ROUND1[req.item_id][int(req.agent[-1]) - 1]}
+
+
+@pytest.fixture
+def parent(tmp_path, arithmetic_file) -> Path:
+    """A finished 3-round society_of_mind run over three items; its scripted model then serves the forks."""
+    model = scripted.register("fork-parent", fn=reply)
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model, params={"rounds": 3}),
+        tmp_path / "parent", progress=False)
+    scripted.register("fork-parent", fn=reply)  # a fresh request log for the fork
+    return tmp_path / "parent"
+
+
+def asked() -> list:
+    return scripted.get("fork-parent").requests
+
+
+def events(folder: Path) -> list[dict]:
+    return [json.loads(line) for line in (folder / "events.jsonl").read_text().splitlines()]
+
+
+def prompt(folder: Path, item: str, round: int, agent: str) -> list[dict]:
+    """The messages `agent` was asked with in `round` of `item`'s debate."""
+    return next(e["messages"] for e in events(folder) if (e["item_id"], e["round"], e["agent"]) == (item, round, agent))
+
+
+def test_a_fork_at_round_2_plays_round_1_back_and_asks_the_model_from_round_2(parent, tmp_path):
+    result = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert {r.round for r in asked()} == {2, 3}  # no round-1 prompt reached the model, the cache off
+    played = [e for e in events(tmp_path / "fork") if e["round"] == 1]
+    assert len(played) == 9 and all(e["cache_hit"] for e in played)
+    before = {(d.item_id, d.seed): d for d in run_debates(parent)}
+    assert {(d.item_id, d.seed) for d in result.debates} == set(before)  # pairs item by item, seed by seed
+    assert all(d.rounds[0].answers == before[d.item_id, d.seed].rounds[0].answers for d in result.debates)
+    assert len(next(d for d in result.debates if d.item_id == "q2").rounds) == 1  # it had ended: still no call
+    link = json.loads((tmp_path / "fork" / "run.json").read_text())["parent"]
+    record = json.loads((parent / "run.json").read_text())
+    assert link == {"run": str(parent.resolve()), "run_id": record["run_id"], "at_round": 2, "intervention": None,
+                    "model": None}
+
+
+def run_debates(folder: Path):
+    from debatekit.records.trace import RunFolder
+
+    return RunFolder(folder).debates()
+
+
+def test_a_fork_at_round_3_asks_only_round_3(parent, tmp_path):
+    fork(parent, at_round=3, out=tmp_path / "fork", cache=False, progress=False)
+    assert {(r.item_id, r.round) for r in asked()} == {("q1", 3), ("q3", 3)}
+    assert "parent" not in json.loads((parent / "run.json").read_text())
+
+
+def test_a_fork_may_go_on_past_the_parents_agreement_only_from_the_round_after_it(parent, tmp_path):
+    result = fork(parent, at_round=2, out=tmp_path / "on", cache=False, progress=False,
+                  params={"stop_on_agreement": False})
+    assert len(next(d for d in result.debates if d.item_id == "q2").rounds) == 3
+    with pytest.raises(ForkError, match="the parent's debate of item q2 ended after round 1, so it has no round 2"):
+        fork(parent, at_round=3, out=tmp_path / "late", cache=False, progress=False,
+             params={"stop_on_agreement": False})
+
+
+def test_replacing_an_agents_reply_by_the_wrong_answer_changes_what_the_others_read_only(parent, tmp_path):
+    out = tmp_path / "fork"
+    result = fork(parent, at_round=2, out=out, intervention=replace("agent1", by="wrong"), cache=False,
+                  progress=False)
+    stand_in = STAND_IN.format(answer=11)  # q1's most common wrong round-1 answer
+    for agent in ("agent2", "agent3"):
+        shown = prompt(out, "q1", 2, agent)[-1]["content"]
+        assert stand_in in shown and "agent1 reasons" not in shown
+    assert stand_in not in prompt(out, "q1", 2, "agent1")[-1]["content"]
+    assert "agent1 reasons in round 2" in prompt(out, "q1", 3, "agent2")[-1]["content"]  # round 2's only
+    (q1,) = [d for d in result.debates if d.item_id == "q1"]
+    notes = q1.rounds[1].extra["intervention"]
+    assert [n["replaced"] for n in notes] == [["agent1"], ["agent1"]]
+    assert notes[0]["read"] == [["agent1", 11], ["agent3", 11]] and notes[0]["instead_of"][0] == ["agent1", 10]
+    event = next(e for e in events(out) if (e["item_id"], e["round"], e["agent"]) == ("q1", 2, "agent2"))
+    assert event["intervention"][0]["replaced"] == ["agent1"]
+    text = as_text(entries(events(out), q1.debate_id))
+    assert "[intervention replace] read: [['agent1', 11], ['agent3', 11]]" in text
+
+
+def test_replacing_by_the_correct_answer_or_another_agents_reply(parent, tmp_path):
+    fork(parent, at_round=2, out=tmp_path / "right", intervention=replace("agent2", by="correct"), cache=False,
+         progress=False)
+    assert STAND_IN.format(answer=10) in prompt(tmp_path / "right", "q1", 2, "agent3")[-1]["content"]
+    fork(parent, at_round=2, out=tmp_path / "other", intervention=replace("agent2", by="agent3"), cache=False,
+         progress=False)
+    shown = prompt(tmp_path / "other", "q1", 2, "agent1")[-1]["content"]
+    assert shown.count("agent3 reasons in round 1") == 2 and "agent2 reasons" not in shown
+
+
+def test_an_adversarial_agent_is_told_to_argue_for_the_wrong_answer_from_the_fork_round(parent, tmp_path):
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=adversarial("agent2"), cache=False, progress=False)
+    told = ADVERSARY.format(answer=31)  # q3: a three-way tie of wrong answers goes to the first given
+    for round in (2, 3):
+        assert prompt(out, "q3", round, "agent2")[0]["content"].endswith(told)
+        assert told not in json.dumps(prompt(out, "q3", round, "agent1"))
+    assert told not in prompt(out, "q3", 1, "agent2")[0]["content"]
+
+
+def test_a_swapped_model_answers_one_agent_from_the_fork_round(parent, tmp_path):
+    other = scripted.register("fork-other", fn=reply)
+    fork(parent, at_round=2, out=tmp_path / "fork", intervention=swap_model("agent3", other), cache=False,
+         progress=False)
+    assert {(r.round, r.agent) for r in scripted.get("fork-other").requests} == {(2, "agent3"), (3, "agent3")}
+    assert {r.agent for r in asked()} == {"agent1", "agent2"}
+    models = {(e["round"], e["agent"]): e["model"] for e in events(tmp_path / "fork") if e["item_id"] == "q1"}
+    assert models[2, "agent3"] == other and models[1, "agent3"] == models[2, "agent1"] == "scripted/fork-parent"
+
+
+def test_a_persona_and_a_fork_wide_model_from_the_fork_round(parent, tmp_path):
+    other = scripted.register("fork-everyone", fn=reply)
+    out = tmp_path / "fork"
+    fork(parent, at_round=3, out=out, intervention=persona("agent1", "a sceptical accountant"), model=other,
+         cache=False, progress=False)
+    assert "play the following role, in place of any role described above: a sceptical accountant" in \
+        prompt(out, "q1", 3, "agent1")[0]["content"]
+    assert "accountant" not in json.dumps(prompt(out, "q1", 3, "agent2"))
+    assert not asked() and {r.round for r in scripted.get("fork-everyone").requests} == {3}
+    assert json.loads((out / "run.json").read_text())["parent"]["model"] == other
+
+
+def test_a_hidden_agent_checks_its_own_answer_while_the_others_read_as_before(parent, tmp_path):
+    out = tmp_path / "fork"
+    result = fork(parent, at_round=2, out=out, intervention=hide("agent3"), cache=False, progress=False)
+    assert prompt(out, "q1", 2, "agent3")[-1]["content"].startswith("Check your previous answer once more")
+    assert "agent3 reasons in round 1" in prompt(out, "q1", 2, "agent1")[-1]["content"]
+    (q1,) = [d for d in result.debates if d.item_id == "q1"]
+    assert q1.rounds[1].extra["read"] == {"agent1": ["agent2", "agent3"], "agent2": ["agent1", "agent3"],
+                                          "agent3": []}
+
+
+def test_reordered_and_anonymised_replies(parent, tmp_path):
+    out = tmp_path / "reversed"
+    fork(parent, at_round=2, out=out, intervention=reorder("reverse", agent="agent1"), cache=False, progress=False)
+    shown = prompt(out, "q1", 2, "agent1")[-1]["content"]
+    assert shown.index("agent3 reasons") < shown.index("agent2 reasons")
+    shown = prompt(out, "q1", 2, "agent2")[-1]["content"]
+    assert shown.index("agent1 reasons") < shown.index("agent3 reasons")  # only agent1's view changed
+    out = tmp_path / "anonymous"
+    fork(parent, at_round=2, out=out, intervention=anonymise(), cache=False, progress=False)
+    shown = prompt(out, "q1", 2, "agent2")[-1]["content"]
+    assert "another agent reasons in round 1" in shown and "agent1 reasons" not in shown
+
+
+def test_a_users_own_registered_intervention(parent, tmp_path):
+    @intervention("truth_as")
+    def truth_as(agent: str) -> Intervention:
+        """The others read the correct answer, bare, as `agent`'s reply."""
+
+        def show(ctx, viewer, replies):
+            return [Shown(agent, f"Answer: {ctx.truth}", ctx.truth) if r.author == agent else r for r in replies]
+
+        return Intervention(show=show, agents=(agent,))
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=make("truth_as", {"agent": "agent3"}), cache=False,
+         progress=False)
+    assert "--- reply of another agent ---\nAnswer: 10\n" in prompt(out, "q1", 2, "agent1")[-1]["content"]
+    described = json.loads((out / "run.json").read_text())["parent"]["intervention"]
+    assert described == {"name": "truth_as", "params": {"agent": "agent3"},
+                         "source": {"kind": "module", "module": __name__}}
+
+
+USER_FILE = '''
+from debatekit.sweep.forks import Intervention, intervention
+
+
+@intervention("doubt")
+def doubt(agent: str, text: str = "Doubt every number you are shown."):
+    """Tell `agent` to doubt."""
+    return Intervention(instruction=lambda ctx, who: text if who == agent else None, agents=(agent,))
+'''
+
+
+def test_a_users_intervention_from_a_file_through_the_command_line(parent, tmp_path, capsys):
+    path = tmp_path / "mine.py"
+    path.write_text(USER_FILE)
+    out = tmp_path / "fork"
+    assert main(["fork", str(parent), "--at-round", "2", "--out", str(out), "--intervention", f"{path}:doubt",
+                 "--with", "agent=agent1", "--no-cache", "--quiet"]) == 0
+    assert prompt(out, "q1", 2, "agent1")[0]["content"].endswith("Doubt every number you are shown.")
+    described = json.loads((out / "run.json").read_text())["parent"]["intervention"]
+    assert described["params"] == {"agent": "agent1", "text": "Doubt every number you are shown."}
+    assert described["source"]["kind"] == "file" and "the fork against its parent" in capsys.readouterr().out
+
+
+def test_the_command_line_fork_writes_its_parent_and_pairs_with_it(parent, tmp_path, capsys):
+    out = tmp_path / "fork"
+    assert main(["fork", str(parent), "--at-round", "2", "--out", str(out), "--replace", "agent1=wrong",
+                 "--no-cache", "--quiet"]) == 0
+    link = json.loads((out / "run.json").read_text())["parent"]
+    assert link["at_round"] == 2 and link["intervention"]["params"] == {"agent": "agent1", "by": "wrong"}
+    assert "pairs" in capsys.readouterr().out and {r.round for r in asked()} == {2, 3}
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--at-round", "4"], "round 4 is out of range: a fork of this society_of_mind run begins at round 2 to 3"),
+    (["--at-round", "1"], "round 1 is out of range"),
+    (["--at-round", "2", "--hide", "agent9"], "agent 'agent9' is not an agent of"),
+    (["--at-round", "2", "--replace", "agent1=agent7"], "agent 'agent7' is not an agent of"),
+    (["--at-round", "2", "--intervention", "nope"], "unknown intervention 'nope'; available: adversarial,"),
+    (["--at-round", "2", "--intervention", "hide", "--with", "who=agent1"], "intervention 'hide', parameter"),
+    (["--at-round", "2", "--replace", "agent1"], "--replace 'agent1' is not AGENT=VALUE"),
+    (["--at-round", "2", "--swap-model", "agent1=scripted/none-such"], "no scripted model named 'none-such'"),
+    (["--at-round", "2", "--with", "agent=agent1"], "--with sets a parameter of --intervention NAME"),
+])
+def test_bad_input_is_one_line_naming_the_problem(parent, tmp_path, capsys, argv, message):
+    assert main(["fork", str(parent), "--out", str(tmp_path / "fork"), "--quiet", *argv]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1, err
+    assert not (tmp_path / "fork").exists() and not asked()
+
+
+def test_a_folder_that_is_not_a_run_is_named(tmp_path, capsys):
+    assert main(["fork", str(tmp_path), "--at-round", "2", "--out", str(tmp_path / "fork")]) == 2
+    assert f"debatekit: error: {tmp_path} is not a run folder (no run.json)" in capsys.readouterr().err
+
+
+def test_a_fork_whose_parameters_change_an_earlier_prompt_fails_naming_the_first_call(parent, tmp_path):
+    with pytest.raises(ForkError, match=r"9 call\(s\) before round 2 are not in the record of .*item q1, agent1"):
+        fork(parent, at_round=2, out=tmp_path / "fork", params={"answer_format": "json"}, cache=False,
+             progress=False)
+    assert not [r for r in asked() if r.round == 1]
+
+
+def test_a_factory_that_returns_no_intervention_is_an_error():
+    @intervention("broken")
+    def broken():
+        return "nothing"
+
+    with pytest.raises(InterventionError, match="intervention 'broken' returned str, not an Intervention"):
+        broken()
+
+
+def test_a_fork_resumes_only_as_the_same_fork(parent, tmp_path):
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=hide("agent1"), cache=False, progress=False)
+    again = fork(parent, at_round=2, out=out, intervention=hide("agent1"), resume=True, progress=False)
+    assert len(again.debates) == 3 and json.loads((out / "run.json").read_text())["parent"]["at_round"] == 2
+    with pytest.raises(ForkError, match="not a fork of the same run, round and intervention"):
+        fork(parent, at_round=2, out=out, intervention=hide("agent2"), resume=True, progress=False)
+
+
+# --- the wrong answer ----------------------------------------------------------------------------
+
+class Item:
+    def __init__(self, answer, choices=()):
+        self.id, self.answer, self.choices = "x", answer, list(choices)
+
+
+def parent_round(*answers):
+    from debatekit.records.schemas import DebateRecord, RoundRecord
+
+    return DebateRecord(run_id="r", debate_id="d", item_id="x", protocol="society_of_mind", status="ok",
+                        rounds=[RoundRecord(round=1, answers={f"agent{k + 1}": a for k, a in enumerate(answers)})])
+
+
+@pytest.mark.parametrize("truth, choices, answers, wrong", [
+    (10, (), (12, 11, 11, 10), 11),              # the most common wrong answer
+    (10, (), (12, 11, 10), 12),                  # a tie: the one given first
+    (10, (), (10, None, 10.0), 11),              # none wrong: the truth + 1
+    (2.5, (), (), 3.5),
+    ("42", (), (), 43),                          # a number written as text
+    ("yes", (), ("yes",), "no"),
+    (True, (), (), "no"),
+    ("B", ("red", "blue", "green"), ("B", "b"), "C"),  # the next option letter
+    ("C", ("red", "blue", "green"), (), "A"),    # after the last, the first
+    ("A", ("studio", "studio", "flat"), (), "C"),  # an option that reads as the truth's is the truth
+    ("B", ("studio", "flat", "studio"), ("C",), "C"),  # the parent's wrong answer, as it was given
+    ("paris", (), (), None),                     # free text: no fallback
+    (None, (), (3,), None),                      # no truth: nothing is wrong
+])
+def test_the_wrong_answer_is_the_parents_most_common_wrong_one_else_the_fallback(truth, choices, answers, wrong):
+    from debatekit.sweep.forks import wrong_answer
+
+    assert wrong_answer(Item(truth, choices), parent_round(*answers) if answers else None) == wrong
+
+
+def test_an_intervention_that_needs_a_wrong_answer_fails_on_an_item_without_one(tmp_path):
+    path = tmp_path / "text.jsonl"
+    path.write_text(json.dumps({"id": "t1", "question": "Capital of France?", "answer": "paris"}) + "\n")
+    model = scripted.register("fork-text", fn=lambda req: "It is Paris.\nAnswer: paris")
+    run(RunConfig(protocol="society_of_mind", dataset=str(path), model=model,
+                  params={"rounds": 2, "stop_on_agreement": False}), tmp_path / "parent", progress=False)
+    with pytest.raises(ForkError, match="item t1 has no wrong answer for intervention 'adversarial'"):
+        fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", intervention=adversarial("agent1"),
+             progress=False)
+
+
+def test_a_run_of_several_seeds_forks_seed_by_seed(tmp_path, arithmetic_file):
+    model = scripted.register("fork-seeds", fn=reply)
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model, limit=1, seed=5, seeds=2,
+                  params={"rounds": 2}), tmp_path / "parent", progress=False)
+    scripted.register("fork-seeds", fn=reply)
+    result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert sorted((d.item_id, d.seed) for d in result.debates) == [("q1", 5), ("q1", 6)]
+    assert {(r.round, r.call.get("seed")) for r in scripted.get("fork-seeds").requests} == {(2, 5), (2, 6)}
