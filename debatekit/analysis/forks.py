@@ -5,7 +5,7 @@
     effect.follow     # per round from the fork on: how many agents gave the pushed answer, fork and parent
 
 A fork replays a recorded debate up to a round R, changes one thing there and runs on. Its run.json
-names where it came from (`parent: {"run": ..., "round": R, "intervention": {...}}`) and its debates
+names where it came from (`parent: {"run": ..., "at_round": R, "intervention": {"name": ..., "params": {...}}}`) and its debates
 pair with the parent's item by item (same item ids and seeds). The second run can be the parent
 itself or a control fork that changed nothing at round R: against the parent, the difference is the
 intervention together with running the later rounds again (which a sampling temperature makes
@@ -42,7 +42,7 @@ class ForkEffect:
 
 
 def fork_parent(run: Tables | Path | str) -> dict | None:
-    """The `parent` block of a run's run.json (`run`, `round`, `intervention`); None for a run that is
+    """The `parent` block of a run's run.json (`run`, `at_round`, `intervention`, ...); None for a run that is
     not a fork. Read from the file as written, so it does not depend on the record's schema version."""
     path = Path(run.runs["path"].iloc[0]) if isinstance(run, Tables) else Path(run)
     block = json.loads((path / "run.json").read_text(encoding="utf-8")).get("parent")
@@ -102,9 +102,10 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
         control: the parent, or a control fork that changed nothing.
         pushed: the answer the intervention pushed, per item id (a planted wrong answer, or the right
             one), or "truth" for each item's correct answer.
-        fork_round: R; default the `round` of the fork's run.json `parent` block.
+        fork_round: R; default the `at_round` of the fork's run.json `parent` block.
         agents: the agents whose answers count; default every agent but those the intervention
-            names under `agent` or `agents` (the agent it spoke for follows by construction).
+            names under `agent` or `agents` in its `params` (the agent it spoke for follows by
+            construction).
 
     Returns:
         One row per round t >= R: round, items, then for `fork_` and `control_`: eligible, followed,
@@ -116,9 +117,9 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
     child, control = _tables(child), _tables(control)
     parent = fork_parent(child) if fork_round is None or agents is None else None
     if fork_round is None:
-        if not parent or parent.get("round") is None:
+        if not parent or parent.get("at_round") is None:
             raise ValueError("the child run's run.json names no parent round: pass fork_round")
-        fork_round = int(parent["round"])
+        fork_round = int(parent["at_round"])
     if agents is None:
         changed = set(_named_agents((parent or {}).get("intervention") or {}))
         agents = [a for a in pd.concat([child.rounds["agent"], control.rounds["agent"]]).unique() if a not in changed]
@@ -167,7 +168,9 @@ def _answers(tables: Tables) -> pd.DataFrame:
 
 
 def _named_agents(intervention: Mapping) -> list[str]:
-    named = intervention.get("agents", intervention.get("agent"))
+    """The agents an intervention speaks for: `agent` or `agents` among its parameters."""
+    params = intervention.get("params") or {}
+    named = params.get("agents", params.get("agent"))
     return [named] if isinstance(named, str) else list(named or [])
 
 

@@ -10,13 +10,15 @@ from debatekit.datasets.voting import agreement_rate, majority
 from debatekit.engine import Outcome, TieBreak, tie_seed
 from debatekit.protocols.shared import samples as samples_of
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
+from debatekit.protocols.shared.personas import describe
 from debatekit.registry import protocol
 
 
 @protocol("single", paper="baseline", baseline="single")
 def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
            persona: str | None = None):
-    """One agent answers once."""
+    """One agent answers once; `persona` a catalogue name or a description (`protocols.shared.personas`)."""
+    persona = describe(persona, "single") if persona is not None else None
 
     async def run(item, debate):
         spec = spec_for(item, answer, answer_format)

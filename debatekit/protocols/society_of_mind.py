@@ -54,6 +54,7 @@ from debatekit.datasets.voting import agreement_rate, answers_equal, majority, t
 from debatekit.engine import Outcome, Shown, TieBreak, agreement, derive_seed, tie_seed
 from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
                                                 spec_for)
+from debatekit.protocols.shared.personas import personas_of
 from debatekit.protocols.shared.topology import Topology, resolve
 from debatekit.registry import ProtocolError, protocol
 
@@ -115,7 +116,7 @@ def society_of_mind(
     keeping or taking the majority reply (see the module)."""
     names = agent_names(agents)
     reads = resolve(topology, names, "society_of_mind")
-    persona = {name: personas[i % len(personas)] if personas else None for i, name in enumerate(names)}
+    persona = personas_of(names, personas, "society_of_mind")
     model_of = models_of(names, models)
 
     async def run(item, debate):

@@ -67,9 +67,10 @@ def test_the_follow_rate_counts_the_other_agents_that_take_the_pushed_answer():
 
 def test_the_fork_round_and_the_planted_agent_come_from_the_forks_run_json(tmp_path):
     (tmp_path / "run.json").write_text(json.dumps({"run_id": "fork", "parent": {
-        "run": "parent", "round": 2, "intervention": {"agent": "a1", "answer": 99}}}))
+        "run": "parent", "run_id": "p", "at_round": 2, "intervention": {"name": "replace", "params": {"agent": "a1"}}}}))
     child, parent = hand_tables("fork", FORK, path=str(tmp_path)), hand_tables("parent", PARENT)
-    assert analysis.fork_parent(child)["round"] == 2 and analysis.fork_parent(tmp_path)["intervention"]["agent"] == "a1"
+    assert analysis.fork_parent(child)["at_round"] == 2
+    assert analysis.fork_parent(tmp_path)["intervention"]["params"]["agent"] == "a1"
     explicit = analysis.follow_rate(child, parent, PUSHED, fork_round=2, agents=["a2", "a3"])
     effect = analysis.fork_effect(child, parent, pushed=PUSHED)
     assert effect.follow.equals(explicit)

@@ -323,3 +323,15 @@ def test_a_run_of_several_seeds_forks_seed_by_seed(tmp_path, arithmetic_file):
     result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False)
     assert sorted((d.item_id, d.seed) for d in result.debates) == [("q1", 5), ("q1", 6)]
     assert {(r.round, r.call.get("seed")) for r in scripted.get("fork-seeds").requests} == {(2, 5), (2, 6)}
+
+
+def test_the_conformity_analysis_reads_a_real_forks_round_and_planted_agent(parent, tmp_path):
+    from debatekit import analysis
+
+    fork(parent, at_round=2, out=tmp_path / "fork", intervention=replace("agent1", by="correct"), cache=False,
+         progress=False)
+    assert analysis.fork_parent(tmp_path / "fork")["at_round"] == 2
+    effect = analysis.fork_effect(tmp_path / "fork", parent, pushed="truth")
+    explicit = analysis.follow_rate(tmp_path / "fork", parent, "truth", fork_round=2, agents=["agent2", "agent3"])
+    assert effect.follow.equals(explicit)  # round and planted agent came from the fork's run.json
+    assert effect.accuracy.iloc[0].pairs == 3

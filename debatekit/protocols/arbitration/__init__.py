@@ -31,6 +31,7 @@ from debatekit.protocols.arbitration.consensus import Action, Resolution, build_
 from debatekit.protocols.arbitration.contradictions import Citation, Contradiction, Finding, Report, Rules, detect
 from debatekit.protocols.arbitration.scoring import TruthEntry, run_report, score_resolutions, score_values
 from debatekit.protocols.shared.fields import Probability
+from debatekit.protocols.shared.personas import describe
 from debatekit.registry import Node, protocol
 
 
@@ -160,7 +161,7 @@ def arbitration(
     """Detect contradictions between agent reports in code; one arbitrator call each; weighted consensus."""
     rules = Rules(threshold=threshold, confidence_gap=confidence_gap, aliases=aliases)
     hook = load_hook(progress_hook)
-    personas = analyst_personas or ANALYST_PERSONAS
+    personas = [describe(p, "arbitration") for p in analyst_personas] or ANALYST_PERSONAS
 
     async def run(item: ArbitrationItem, debate) -> Outcome:
         given = reports == "given"

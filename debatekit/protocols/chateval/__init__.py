@@ -63,6 +63,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols.chateval import prompts as P
 from debatekit.protocols.chateval.prompts import SUMMARIZER, Said
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
+from debatekit.protocols.shared.personas import describe
 from debatekit.protocols.society_of_mind import Agents, Models, agent_names, models_of
 from debatekit.registry import ProtocolError, protocol
 
@@ -214,7 +215,7 @@ def roles_of(names: list[str], personas: list[str]) -> dict[str, str]:
         if len(personas) != len(names):
             raise ProtocolError(f"chateval: give one persona per referee ({len(names)} referees, "
                                 f"{len(personas)} personas)")
-        return dict(zip(names, personas))
+        return {name: describe(persona, "chateval") for name, persona in zip(names, personas)}
     if len(names) > len(P.ROLES):
         raise ProtocolError(f"chateval: there are {len(P.ROLES)} default roles; give `personas` for "
                             f"{len(names)} referees")

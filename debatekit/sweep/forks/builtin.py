@@ -22,6 +22,7 @@ from typing import Literal
 
 from debatekit.engine import Shown, derive_seed
 from debatekit.models.gateway import check_model
+from debatekit.protocols.shared.personas import describe
 from debatekit.sweep.forks.interventions import Context, Intervention, intervention, scrub
 
 STAND_INS = ("wrong", "correct")
@@ -75,6 +76,7 @@ def swap_model(agent: str, model: str) -> Intervention:
 @intervention("persona")
 def persona(agent: str, persona: str) -> Intervention:
     """From the fork round on, `agent` is told (in its system message) to play `persona`."""
+    persona = describe(persona, "fork --persona")
     return Intervention(instruction=lambda ctx, who: PERSONA.format(persona=persona) if who == agent else None,
                         agents=(agent,))
 
