@@ -86,7 +86,7 @@ def fresh_engine(slots: int, model: str | None = None, warm_up: dict | None = No
     import gc
 
     from benchmarks.two_models import BIG
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     gc.collect()
     engine = local.Engine(local.pull(model or BIG, say=lambda msg: None), slots)

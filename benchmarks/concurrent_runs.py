@@ -81,7 +81,7 @@ def _wait(procs: list[subprocess.Popen], deadline: float) -> list[float]:
 
 def _stop_engine(env: dict) -> None:
     """Stop the side's shared engine, if it started one, so the next phase starts cold."""
-    code = "import os, signal\nfrom debatekit import shared_engine as s\ni = s.status()\nif i: os.kill(i['pid'], signal.SIGTERM)"
+    code = "import os, signal\nfrom debatekit.models.local import shared as s\ni = s.status()\nif i: os.kill(i['pid'], signal.SIGTERM)"
     subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT)
     time.sleep(1.0)
 
@@ -94,7 +94,7 @@ SIDES = {
 
 
 def side(name: str, items: int, cap: float, work: Path) -> dict:
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     mode, all_cores = SIDES[name]
     work = work / name
@@ -152,7 +152,7 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
     engine kept warm (the model load is in neither). The big run starts `head_start` seconds before
     the small one, so its calls are on the engine when the small one's arrive, and is stopped once
     the small one finishes. `small_vs_alone`: the small run's wall time beside it over alone."""
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     home = work / "unequal" / "home"
     (home / "models").mkdir(parents=True)

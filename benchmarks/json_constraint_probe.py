@@ -25,7 +25,7 @@ from pathlib import Path
 from pydantic import create_model
 
 from debatekit import datasets
-from debatekit.models import local
+from debatekit.models.local import engine as local
 from debatekit.models.gateway import extract_json, response_format
 from debatekit.protocols.shared.answers import AnswerSpec, first_messages
 

@@ -47,14 +47,14 @@ BEFORE_RAM_MIB = 8192  # llama.cpp's default --cache-ram, which debatekit left a
 
 def sides():
     """The engine settings of the `before` and `after` sides."""
-    from debatekit.models.local import PrefixCache
+    from debatekit.models.local.engine import PrefixCache
 
     return {"before": PrefixCache(ram_mib=BEFORE_RAM_MIB, reuse=False), "after": PrefixCache()}
 
 
 def fresh_engine(cache):
     """A newly loaded engine with `cache` settings, registered as the process's engine."""
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     local._engines.clear()
     gc.collect()
@@ -97,7 +97,7 @@ def host_shared(engine) -> None:
     folder (so no other process's engine is disturbed), and route this process's calls to it."""
     import os
 
-    from debatekit.models import shared_engine
+    from debatekit.models.local import shared as shared_engine
 
     where = Path(tempfile.mkdtemp(prefix="dk-bench-engine-"))
     shared_engine.folder = lambda: where

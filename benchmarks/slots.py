@@ -31,7 +31,7 @@ def request(question: str, seed: int, max_tokens: int) -> dict:
 
 def measure(slots: int, qs: list[str], max_tokens: int) -> dict:
     """One freshly loaded engine with `slots` slots, all of `qs` sent at once."""
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     engine = fresh_engine(slots, BIG, request("Say OK.", 0, 4))
     replies, latencies, wall = at_once(engine, [request(q, i, max_tokens) for i, q in enumerate(qs)])

@@ -76,8 +76,8 @@ def engine(slots: int, kind: str):
     """A freshly loaded engine with `slots` slots and speculation `kind`, after a short warm-up call."""
     import gc
 
-    from debatekit.models import local
-    from debatekit.models.speculation import parse
+    from debatekit.models.local import engine as local
+    from debatekit.models.local.speculation import parse
 
     local._engines.clear()
     gc.collect()

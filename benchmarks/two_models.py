@@ -52,7 +52,8 @@ def request(question: str, max_tokens: int) -> dict:
 
 def load(policy: str) -> dict:
     """Fresh engines for both models under `policy`."""
-    from debatekit.models import cores, local
+    from debatekit.models.local import cores
+    from debatekit.models.local import engine as local
 
     gc.collect()
     total = max(1, os.cpu_count() or 1)

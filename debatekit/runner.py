@@ -28,13 +28,13 @@ from debatekit.analysis import summarize
 from debatekit.analysis.study import work_of
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Limits, Outcome
-from debatekit.models import shared_engine
+from debatekit.models.local import shared as shared_engine
 from debatekit.models.cache import ResponseCache, replies_in
 from debatekit.models.credentials import model_options_public
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
-from debatekit.models.local import cache_dir
+from debatekit.models.local.engine import cache_dir
 from debatekit.records import review
 from debatekit.records.schemas import CallEvent, DebateRecord, Parent, RunConfig, RunRecord
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, RunFolder, RunFolderError, as_write_error, git_commit,

@@ -11,7 +11,7 @@ import pytest
 
 from debatekit.models import scripted
 
-# the local-model tests share the machine's engine (debatekit.models.shared_engine); one the suite started
+# the local-model tests share the machine's engine (debatekit.models.local.shared); one the suite started
 # stops soon after it, rather than holding 1.5 GB for the default five idle minutes
 os.environ.setdefault("DEBATEKIT_ENGINE_IDLE", "30")
 

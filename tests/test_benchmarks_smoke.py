@@ -24,7 +24,7 @@ def test_the_table_scripts_read_the_committed_runs_where_they_are(capsys):
 
 def test_the_shared_prefill_benchmark_replays_the_committed_discussion_rounds():
     from benchmarks.shared_prefill import groups
-    from debatekit.models.prefix_cache import SharedPrefill
+    from debatekit.models.local.prefix_cache import SharedPrefill
 
     rounds = groups()
     assert len(rounds) == 11  # 11 discussion rounds, each sent by three agents

@@ -313,7 +313,7 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
     from debatekit.models.kinds import default_model
 
     if args.action == "pull":
@@ -332,7 +332,7 @@ def cmd_models(args) -> int:
 
 def engine_line() -> str:
     """The machine's shared local engine in one line: running or not, who started it, its models, clients, load."""
-    from debatekit.models import shared_engine
+    from debatekit.models.local import shared as shared_engine
 
     return shared_engine.describe(shared_engine.status())
 
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit._base.validation import first_error
     from debatekit.datasets import DatasetError
     from debatekit.models.gateway import ModelSetupError
-    from debatekit.models.local import LocalModelError
+    from debatekit.models.local.engine import LocalModelError
     from debatekit.records.trace import RunFolderError, TraceWriteError
     from debatekit.registry import ProtocolError
 
@@ -382,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         print("debatekit: interrupted; finished items are kept (resume with --resume)", file=sys.stderr)
         status = signals.exit_status(exc)
-        from debatekit.models import local
+        from debatekit.models.local import engine as local
 
         if local.busy():  # the run folder is written; do not wait minutes for generations nobody reads
             sys.stdout.flush()

@@ -12,7 +12,7 @@ It listens on 127.0.0.1 unless `--host` says otherwise; it has no authentication
 than a loopback address gets a warning that any machine that reaches the port can use it.
 `--cache-ram` and `--prefix-reuse` (default: $DEBATEKIT_LOCAL_CACHE_RAM, $DEBATEKIT_LOCAL_PREFIX_REUSE)
 keep each conversation's prefix across requests exactly as the in-process engine does
-(`debatekit.models.local.PrefixCache`), so workers sharing the server pay only for new tokens.
+(`debatekit.models.local.engine.PrefixCache`), so workers sharing the server pay only for new tokens.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def start(name: str | None = None, *, port: int = 0, host: str = "127.0.0.1", sl
     `cache_ram` (MiB) and `prefix_reuse` override the environment's prefix-cache settings.
     The engine lives as long as the returned object (and the process): keep a reference.
     """
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     name = name or local.DEFAULT_LOCAL
     path = local.model_path(name)
@@ -85,7 +85,8 @@ def run(args) -> int:
           f"  api_base  {api_base}\n"
           f"sweep grid: parameters: {{model: {model}, api_base: {api_base}}}\n"
           f"stop with Ctrl-C", flush=True)
-    from debatekit.models import local, shared_engine
+    from debatekit.models.local import engine as local
+    from debatekit.models.local import shared as shared_engine
 
     name = args.model or local.DEFAULT_LOCAL
     try:

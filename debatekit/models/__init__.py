@@ -3,8 +3,10 @@
 - `gateway`: every model call (retries, repair rounds, the response cache, fault kinds); the only
   module that imports litellm, through `providers`.
 - `kinds`: what differs between `local/`, `scripted/` and provider model strings.
-- `local`, `shared_engine`, `prefix_cache`, `cores`, `repetition`: the embedded llama.cpp model,
-  the one engine a machine shares, its slot and thread budget, and the loop detector.
+- `local/`: the embedded llama.cpp model (`local.engine`), the one engine a machine shares
+  (`local.shared`), its slots, prefix reuse, thread budget and speculation.
+- `repetition`: the loop detector that stops a reply repeating itself; `watch`: a call's timeout,
+  held off while it waits in a queue that moves.
 - `scripted`: test doubles that answer as a function of the request; `recorded`: a gateway
   that answers from a finished run's call events (`debatekit rescore`).
 - `cache`, `credentials`, `errors`, `budget`: the response cache, key masking, provider error

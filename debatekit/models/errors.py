@@ -10,7 +10,7 @@ MAX_RETRY_AFTER = 60.0  # seconds: the longest `Retry-After` honoured
 
 class LocalModelError(RuntimeError):
     """The local model cannot be assembled, loaded or configured; the message says what to do
-    (`debatekit.models.local.LocalModelError`)."""
+    (`debatekit.models.local.engine.LocalModelError`)."""
 
 
 class ProviderFault(Exception):

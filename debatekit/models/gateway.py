@@ -93,7 +93,7 @@ def check_model(model: str) -> None:
         if not scripted.is_registered(name):
             raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
     elif kind == "local":
-        from debatekit.models import local
+        from debatekit.models.local import engine as local
 
         try:
             path = local.model_path(name)
@@ -522,7 +522,7 @@ def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
 def local_file_identity(name: str) -> list | None:
     """A local model file's path, size and modification time (None when it is not there yet): what
     tells a replaced file from the one that gave a cached reply, without hashing a gigabyte per call."""
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     try:
         path = local.model_path(name)

@@ -11,11 +11,11 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from debatekit.models.local import DEFAULT_MODEL
+from debatekit.models.local.engine import DEFAULT_MODEL
 
 
 def _local_slots() -> int:
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     return local.slots()
 

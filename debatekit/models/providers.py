@@ -86,10 +86,10 @@ def _schema_of(optional_params: dict) -> dict | None:
 
 
 def _local_provider(litellm):
-    from debatekit.models import shared_engine
+    from debatekit.models.local import shared as shared_engine
 
     class LocalProvider(litellm.CustomLLM):
-        """litellm provider `local/NAME`: the machine's shared xllamacpp engine (`debatekit.models.shared_engine`)."""
+        """litellm provider `local/NAME`: the machine's shared xllamacpp engine (`debatekit.models.local.shared`)."""
 
         async def acompletion(self, model, messages, *args, optional_params=None, **kwargs):
             params = optional_params or kwargs.get("optional_params") or {}

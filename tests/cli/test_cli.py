@@ -123,7 +123,7 @@ def test_no_per_round_accuracy_table_without_ground_truth(tmp_path, capsys):
 @pytest.mark.parametrize("busy", [True, False])
 def test_ctrl_c_exits_at_once_while_the_local_engine_still_generates(monkeypatch, capsys, busy):
     from debatekit.cli import app as cli
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     def interrupted(args):
         raise KeyboardInterrupt
@@ -148,7 +148,8 @@ def test_ctrl_c_exits_at_once_while_the_local_engine_still_generates(monkeypatch
 def test_the_local_engine_counts_generations_still_running_on_its_threads(monkeypatch):
     import threading
 
-    from debatekit.models import cores, local
+    from debatekit.models.local import cores
+    from debatekit.models.local import engine as local
 
     engine = local.Engine.__new__(local.Engine)
     engine.in_flight, engine._count, release = 0, threading.Lock(), threading.Event()

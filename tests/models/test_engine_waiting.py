@@ -16,14 +16,15 @@ import time
 
 import pytest
 
-from debatekit.models import shared_engine, watch
+from debatekit.models import watch
+from debatekit.models.local import shared as shared_engine
 from debatekit.models.gateway import Gateway
 from debatekit.models.providers import litellm_module
 from tests.models.test_shared_engine import home  # noqa: F401 - the fixture
 
 BUSY = """
 import asyncio, sys
-from debatekit.models import shared_engine
+from debatekit.models.local import shared as shared_engine
 async def main():
     ask = lambda: shared_engine.achat("m", {"messages": [{"role": "user", "content": sys.argv[1]}]})
     await asyncio.gather(ask(), ask())
@@ -33,8 +34,8 @@ asyncio.run(main())
 
 @pytest.fixture
 def no_assembly(monkeypatch):
-    monkeypatch.setattr("debatekit.models.local.ready", lambda name: None)
-    monkeypatch.setattr("debatekit.models.local.footprint", lambda name: 0)
+    monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
+    monkeypatch.setattr("debatekit.models.local.engine.footprint", lambda name: 0)
     monkeypatch.setenv("DEBATEKIT_ENGINE_HEARTBEAT", "0.1")  # reports well inside the tests' 1-second timeouts
 
 

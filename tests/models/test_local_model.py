@@ -5,8 +5,8 @@ import io
 
 import pytest
 
-from debatekit.models import local
-from debatekit.models.local import LocalModelError, PartsModel
+from debatekit.models.local import engine as local
+from debatekit.models.local.engine import LocalModelError, PartsModel
 
 
 @pytest.mark.local_model
@@ -132,7 +132,7 @@ def test_a_json_reply_cut_off_at_a_tight_limit_is_sent_back_for_repair_on_the_lo
 
 CLIENT = """
 import asyncio, sys, time
-from debatekit.models import shared_engine
+from debatekit.models.local import shared as shared_engine
 started = time.time()
 reply = asyncio.run(shared_engine.complete(sys.argv[1], {"messages": [{"role": "user", "content": sys.argv[2]}],
                                                         "max_tokens": 8, "temperature": 0, "seed": 1}))
@@ -150,7 +150,7 @@ def test_two_processes_share_the_machines_engine_on_the_local_model(tmp_path, mo
     import subprocess
     import sys
 
-    from debatekit.models import shared_engine
+    from debatekit.models.local import shared as shared_engine
 
     weights = local.pull(say=lambda msg: None)
     home = tmp_path / "home"

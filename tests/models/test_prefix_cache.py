@@ -12,8 +12,8 @@ import pytest
 from benchmarks import local_engine
 from debatekit.cli import serve
 from debatekit.cli import app as cli
-from debatekit.models import local
-from debatekit.models.local import LocalModelError, PrefixCache
+from debatekit.models.local import engine as local
+from debatekit.models.local.engine import LocalModelError, PrefixCache
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 
@@ -219,7 +219,7 @@ def test_round_two_reuses_each_agents_own_conversation_through_the_shared_engine
     import os
     import signal
 
-    from debatekit.models import shared_engine
+    from debatekit.models.local import shared as shared_engine
 
     weights = local.pull(say=lambda msg: None)
     home = tmp_path / "home"

@@ -1,6 +1,6 @@
 """One engine per machine: discovery, several clients, clients and engines killed mid-call, stale files.
 
-The daemons here are real processes (`python -m debatekit.models.shared_engine`) in a temporary
+The daemons here are real processes (`python -m debatekit.models.local.shared`) in a temporary
 DEBATEKIT_HOME, serving a fake engine (tests/engine_fakes.py) so that each test takes seconds.
 """
 
@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from debatekit.models import shared_engine
-from debatekit.models.shared_engine import Daemon, EngineLost
+from debatekit.models.local import shared as shared_engine
+from debatekit.models.local.shared import Daemon, EngineLost
 
 ROOT = Path(__file__).resolve().parents[2]
 MSG = [{"role": "user", "content": "hello"}]
@@ -57,7 +57,7 @@ def test_the_first_call_starts_the_engine_and_later_calls_find_it(home):
 
 CLIENT = """
 import asyncio, sys
-from debatekit.models import shared_engine
+from debatekit.models.local import shared as shared_engine
 reply = asyncio.run(shared_engine.achat("m", {"messages": [{"role": "user", "content": sys.argv[1]}]}))
 print(reply["choices"][0]["message"]["content"].split(" heard")[0])
 """
@@ -117,7 +117,7 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
         return await real(model, request)
 
     monkeypatch.setattr(shared_engine, "achat", first_dies)
-    monkeypatch.setattr("debatekit.models.local.ready", lambda name: None)
+    monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
     gateway = Gateway(cache=None, backoff=0.01)
     done = asyncio.run(gateway.complete("local/m", MSG, max_tokens=16))
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
@@ -149,7 +149,7 @@ def test_a_stale_socket_and_lock_left_by_a_killed_engine_do_not_block_a_new_one(
 
 def test_a_second_daemon_exits_at_once_while_one_holds_the_lock(home):
     chat("warm up")
-    second = subprocess.run([sys.executable, "-m", "debatekit.models.shared_engine"], capture_output=True, text=True,
+    second = subprocess.run([sys.executable, "-m", "debatekit.models.local.shared"], capture_output=True, text=True,
                             timeout=30)
     assert second.returncode == 0 and "another shared engine is running" in second.stderr
 
@@ -167,7 +167,7 @@ def test_the_daemon_stops_after_its_idle_time_and_not_while_a_call_is_in_flight(
 
 
 def test_engine_mode_is_shared_by_default_and_checked(monkeypatch):
-    from debatekit.models.local import LocalModelError
+    from debatekit.models.local.engine import LocalModelError
 
     monkeypatch.delenv("DEBATEKIT_LOCAL_ENGINE", raising=False)
     assert shared_engine.mode() == "shared"
@@ -180,7 +180,7 @@ def test_engine_mode_is_shared_by_default_and_checked(monkeypatch):
 
 def test_engines_in_separate_processes_share_the_cores(tmp_path, monkeypatch):
     """Where a separate engine is wanted, its threads come out of what other processes' engines hold."""
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
     monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)

@@ -9,9 +9,9 @@ import types
 
 import pytest
 
-from debatekit.models import local
-from debatekit.models.local import PrefixCache
-from debatekit.models.prefix_cache import SharedPrefill
+from debatekit.models.local import engine as local
+from debatekit.models.local.engine import PrefixCache
+from debatekit.models.local.prefix_cache import SharedPrefill
 from tests.models.test_prefix_cache import FakeParams
 
 LONG = [{"role": "system", "content": "s"}, {"role": "user", "content": "word " * 600}]

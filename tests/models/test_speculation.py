@@ -1,8 +1,8 @@
 import pytest
 
-from debatekit.models import speculation
+from debatekit.models.local import speculation
 from debatekit.models.errors import LocalModelError
-from debatekit.models.speculation import Speculation, parse
+from debatekit.models.local.speculation import Speculation, parse
 
 
 @pytest.mark.parametrize("text, kind, draft", [("off", "off", None), ("NGRAM_SIMPLE", "ngram_simple", None),
@@ -41,7 +41,7 @@ def test_the_choice_reaches_the_engine_parameters():
 
 
 def test_the_engine_takes_eight_slots_where_their_kv_cache_fits_a_quarter_of_the_memory(monkeypatch):
-    from debatekit.models import local
+    from debatekit.models.local import engine as local
 
     monkeypatch.delenv("DEBATEKIT_LOCAL_SLOTS", raising=False)
     monkeypatch.delenv("DEBATEKIT_LOCAL_CTX", raising=False)

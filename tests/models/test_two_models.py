@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from debatekit.models import cores, local, shared_engine
-from debatekit.models.local import LocalModelError, PartsModel
+from debatekit.models.local import cores
+from debatekit.models.local import engine as local
+from debatekit.models.local import shared as shared_engine
+from debatekit.models.local.engine import LocalModelError, PartsModel
 
 WAIT = 10  # seconds a test thread waits for an event before the test fails (never a timing assertion)
 

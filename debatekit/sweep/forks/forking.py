@@ -25,10 +25,10 @@ from debatekit import datasets, registry
 from debatekit._base.answer_kinds import LETTERS, first_of_same
 from debatekit.datasets.voting import answers_equal, normalize, tied_answers
 from debatekit.models.cache import ResponseCache
-from debatekit.models import shared_engine
+from debatekit.models.local import shared as shared_engine
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
-from debatekit.models.local import cache_dir
+from debatekit.models.local.engine import cache_dir
 from debatekit.models.recorded import Forked
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError

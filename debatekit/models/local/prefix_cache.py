@@ -2,7 +2,7 @@
 
 A debate agent's next prompt begins with its whole earlier conversation; `PrefixCache` sets how
 llama.cpp parks and restores such prefixes, and `SlotRouter` sends a conversation back to the idle
-slot that still holds it (see `debatekit.models.local.Engine`).
+slot that still holds it (see `debatekit.models.local.engine.Engine`).
 """
 
 from __future__ import annotations

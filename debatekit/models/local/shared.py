@@ -3,7 +3,7 @@
 llama.cpp's worker threads wait for each other at every decoding step, so two processes that each
 load an engine with a thread per core do not share the cores: one of them starves. Instead, the
 first process that needs a local model starts the machine's engine, a small daemon
-(`python -m debatekit.models.shared_engine`), and every process on the machine (runs, sweep workers,
+(`python -m debatekit.models.local.shared`), and every process on the machine (runs, sweep workers,
 papermill kernels, the test suite) sends its requests to it over a Unix socket in the cache
 folder (`$DEBATEKIT_HOME/engine/`). The daemon holds the loaded models, batches all clients'
 requests on its slots and keeps each conversation's prefix (`local.SlotRouter`), as an engine
@@ -20,7 +20,7 @@ loaded in-process does.
   a crashed engine costs a retry, never a scored item. A client that goes away mid-call stops its
   generation at the next token.
 - `$DEBATEKIT_LOCAL_ENGINE=process` keeps the engine in the calling process instead (its threads
-  then come out of the machine-wide budget, `debatekit.models.cores`).
+  then come out of the machine-wide budget, `debatekit.models.local.cores`).
 
 - Waiting: a call queued behind other calls is told so while it waits (the calls of other processes
   ahead of it, the engine's work count), and then when its generation starts; the client hands that
@@ -53,8 +53,9 @@ from typing import Any, Callable
 
 import debatekit
 from debatekit._base.locking import exclusive
-from debatekit.models import local, watch
+from debatekit.models import watch
 from debatekit.models.errors import LocalModelError
+from debatekit.models.local import engine as local
 
 DEFAULT_IDLE_S = 300.0
 START_TIMEOUT_S = 180.0  # loading a model from a cold disk cache
@@ -267,7 +268,7 @@ def ensure_running(timeout: float = START_TIMEOUT_S) -> None:
             return
         _children[:] = [c for c in _children if c.poll() is None]  # reap engines this process started earlier
         log = open(where / "engine.log", "ab")
-        process = subprocess.Popen([sys.executable, "-m", "debatekit.models.shared_engine"], stdin=subprocess.DEVNULL,
+        process = subprocess.Popen([sys.executable, "-m", "debatekit.models.local.shared"], stdin=subprocess.DEVNULL,
                                    stdout=log, stderr=log, start_new_session=True, env=os.environ.copy())
         log.close()
         _children.append(process)

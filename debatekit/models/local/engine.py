@@ -29,10 +29,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Iterator
 
-from debatekit.models import cores, repetition
-from debatekit.models import speculation as speculating
+from debatekit.models import repetition
 from debatekit.models.errors import LocalModelError
-from debatekit.models.prefix_cache import (DEFAULT_CACHE_RAM_MIB, PrefixCache, SharedPrefill, SlotRouter,  # noqa: F401
+from debatekit.models.local import cores
+from debatekit.models.local import speculation as speculating
+from debatekit.models.local.prefix_cache import (DEFAULT_CACHE_RAM_MIB, PrefixCache, SharedPrefill, SlotRouter,  # noqa: F401
                                            prefix_cache)
 
 DEFAULT_LOCAL = "qwen2.5-coder-1.5b-instruct"
