@@ -61,7 +61,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--limit", type=_positive, help="use only the first N items")
     run.add_argument("--agents", type=_positive, help="number of agents (protocols that have agents)")
     run.add_argument("--rounds", type=_positive,
-                     help="the protocol's rounds parameter (the minimum, or the ceiling: see `debatekit protocols`)")
+                     help="the most rounds a debate may run (the parameter `debatekit protocols NAME` marks)")
     run.add_argument("--model", help="litellm model string (default: $DEBATEKIT_MODEL or the local model)")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                      help="protocol parameter, repeatable (e.g. --set temperature=0.2)")

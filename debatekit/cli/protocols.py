@@ -138,6 +138,8 @@ def details(spec) -> str:
         lines.append(f"{r['name']:{name_w}}  {r['default']:{default_w}}  {r['type']}{flag}")
     if spec.flag("rounds") is None:
         lines.append("--rounds does not apply to it")
+    else:
+        lines.append(f"--rounds sets {spec.flag('rounds')}: the most rounds a debate may run")
     if spec.output is not None:
         lines.append(f"\noutput: {spec.output.__name__} (debatekit protocols --schema {spec.name})")
     return "\n".join(lines)

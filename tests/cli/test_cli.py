@@ -187,6 +187,16 @@ def test_protocols_name_lists_each_parameter_with_its_default_and_type(capsys):
     assert main(["protocols", "mad"]) == 0 and "--rounds" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize("name, ceiling", [("society_of_mind", "rounds"), ("cross_critique", "max_rounds"),
+                                           ("dynamics", "max_rounds"), ("judged_debate", "rounds")])
+def test_rounds_is_the_most_rounds_a_debate_may_run_in_every_protocol(capsys, name, ceiling):
+    from debatekit import registry
+
+    assert main(["protocols", name]) == 0
+    assert f"--rounds sets {ceiling}: the most rounds a debate may run" in capsys.readouterr().out
+    assert registry.get(name).map_flags({}, rounds=2) == {ceiling: 2}
+
+
 def test_protocols_with_an_unknown_name_is_one_line(capsys):
     assert main(["protocols", "nope"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

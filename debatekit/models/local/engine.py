@@ -219,6 +219,9 @@ class Engine:
         params.model.path = str(path)
         params.n_parallel = slots
         params.n_ctx = (ctx_per_slot or ctx()) * slots
+        if batch():  # prompt tokens read per step: fewer lets the other slots' decoding and new calls in sooner
+            params.n_batch = batch()
+            params.n_ubatch = min(params.n_ubatch, batch())
         threads = threads or claim_threads()
         params.cpuparams.n_threads = threads
         params.cpuparams_batch.n_threads = threads
@@ -470,6 +473,13 @@ def ctx() -> int:
     A society_of_mind round 3 of 3 agents on GSM8K reads prompts of up to about 5,000 tokens, which
     4096 refused ("exceeds the available context size") and the debate went on degraded."""
     return int(os.environ.get("DEBATEKIT_LOCAL_CTX", "8192"))
+
+
+def batch() -> int | None:
+    """Prompt tokens an engine reads in one step, all slots together: $DEBATEKIT_LOCAL_BATCH, default
+    llama.cpp's (2048). While a step reads a long prompt, every other slot waits for it."""
+    value = os.environ.get("DEBATEKIT_LOCAL_BATCH")
+    return int(value) if value else None
 
 
 FEW_SLOTS, MORE_SLOTS = 4, 8

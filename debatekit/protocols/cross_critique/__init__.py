@@ -3,7 +3,7 @@
 Rounds (S0.5): R1 answers in parallel; R1 cross critique, each agent on every other agent,
 never itself; R2 revision from the critiques received; an optional R2 critique when the
 debate has not converged (or a CRITICAL is open); an optional R3 final revision when it
-still has not. `rounds` (2) is the minimum, `max_rounds` (3) the ceiling.
+still has not. `min_rounds` (2) is the minimum, `max_rounds` (3) the ceiling (`--rounds`).
 
 Convergence (S0.6), checked after every revision (on the critiques it answered) and after
 every optional critique (on the new critiques): `few_severe` (no CRITICAL, MAJOR <= 1),
@@ -155,12 +155,12 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 
 @protocol("cross_critique", paper="seed 000", item=LegalItem, node=Node(_node_item, _node_result),
-          output=CrossCritiqueOutput, flags={"agents": None}, review=review_lines)
+          output=CrossCritiqueOutput, flags={"agents": None, "rounds": "max_rounds"}, review=review_lines)
 def cross_critique(
     agents: list[str] = ["NLA", "ALA"],
     persona_prompts: dict[str, str] = {},
     models: dict[str, str] = {},
-    rounds: Annotated[int, Field(ge=1, le=10)] = 2,
+    min_rounds: Annotated[int, Field(ge=1, le=10)] = 2,
     max_rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     convergence: Literal["any", "all"] = "any",
     max_major: Annotated[int, Field(ge=0)] = 1,
@@ -185,8 +185,8 @@ def cross_critique(
     keys = [p.lower() for p in agents]
     if len(agents) < 2 or len(set(keys)) != len(keys) or not all(k.replace("_", "").isalnum() for k in keys):
         raise ProtocolError("cross_critique: needs at least 2 agents with distinct alphanumeric names")
-    if rounds > max_rounds:
-        raise ProtocolError(f"cross_critique: rounds ({rounds}) exceeds max_rounds ({max_rounds})")
+    if min_rounds > max_rounds:
+        raise ProtocolError(f"cross_critique: min_rounds ({min_rounds}) exceeds max_rounds ({max_rounds})")
     cfg = SimpleNamespace(**locals(), prompts={a: known[a] for a in agents},
                           rule_set=rule_engine.load(rules) if rules else [])
 
@@ -219,7 +219,7 @@ class Session:
     async def run(self) -> Outcome:
         c, d = self.cfg, self.debate
         ended = await d.rounds([Phase(self.answer_phase), Phase(self.critique_phase, when=self.critique_due),
-                                Phase(self.record)], c.max_rounds, stop=[self.converged], min_rounds=c.rounds)
+                                Phase(self.record)], c.max_rounds, stop=[self.converged], min_rounds=c.min_rounds)
         converged = bool(self.state and self.state["converged"])
         if converged:
             ended = d.stop_reason = "converged"
@@ -267,7 +267,7 @@ class Session:
         pairs = [(a, b) for a in self.cfg.agents for b in self.cfg.agents if a != b and self.answers[b]]
         results = await asyncio.gather(*(self.critique_one(a, b, r) for a, b in pairs))  # in parallel
         self.standing = [o for group in results for o in group]
-        if r > 1 or self.cfg.rounds == 1 or self.cfg.max_rounds == 1:
+        if r > 1 or self.cfg.min_rounds == 1 or self.cfg.max_rounds == 1:
             self.check(r, "critique")
 
     async def record(self, r: int) -> None:

@@ -264,8 +264,9 @@ def test_unknown_persona_and_bad_rounds_are_clear_errors():
     spec = registry.get("cross_critique")
     with pytest.raises(registry.ProtocolError, match="unknown persona 'XYZ'"):
         spec.build({"agents": ["NLA", "XYZ"]})
-    with pytest.raises(registry.ProtocolError, match="rounds .4. exceeds max_rounds .3."):
-        spec.build({"rounds": 4})
+    with pytest.raises(registry.ProtocolError, match="min_rounds .4. exceeds max_rounds .3."):
+        spec.build({"min_rounds": 4})
+    assert spec.flag("rounds") == "max_rounds"  # --rounds is the ceiling here too
 
 
 def test_dry_run_on_the_shipped_dataset(tmp_path):
