@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def example_code() -> str:
     text = (ROOT / "docs" / "tutorials" / "own-protocol.md").read_text()
-    section = text[text.index("### Your own protocol"):]
+    section = text[text.index("## A protocol file"):]
     return re.search(r"```python\n(.*?)```", section, re.S).group(1)
 
 

@@ -29,7 +29,7 @@ def fresh_registry(monkeypatch):
 
 def readme_pair(folder: Path) -> Path:
     """The tutorial's two-agent example, saved as a file outside the package."""
-    code = re.search(r"### Your own protocol.*?```python\n(.*?)```", TUTORIAL, re.S).group(1)
+    code = re.search(r"## A protocol file.*?```python\n(.*?)```", TUTORIAL, re.S).group(1)
     path = folder / "my_protocols.py"
     path.write_text(code)
     return path
