@@ -48,41 +48,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, Field, PlainValidator
+from pydantic import BaseModel, Field
 
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority, tied_answers
 from debatekit.engine import Outcome, Shown, TieBreak, agreement, derive_seed, tie_seed
+from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
 from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
                                                 spec_for)
 from debatekit.protocols.shared.personas import personas_of
 from debatekit.protocols.shared.topology import Topology, resolve
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import protocol
 
-MAX_AGENTS = 16
 Update = Literal["debate", "conformist", "follower"]
-
-
-def _agents(value: object) -> int | list[str]:
-    if isinstance(value, int) and not isinstance(value, bool):
-        if 1 <= value <= MAX_AGENTS:
-            return value
-        raise ValueError(f"a count of agents must be 1 to {MAX_AGENTS}, got {value}")
-    if (isinstance(value, list) and 1 <= len(value) <= MAX_AGENTS and len(set(map(str, value))) == len(value)
-            and all(isinstance(name, str) and name.strip() for name in value)):
-        return list(value)
-    raise ValueError(f"give a count of agents or 1 to {MAX_AGENTS} distinct, non-blank agent names, got {value!r}")
-
-
-def _models(value: object) -> dict[str, str] | list[str]:
-    if isinstance(value, list) and all(isinstance(model, str) for model in value):
-        return list(value)
-    if isinstance(value, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
-        return dict(value)
-    raise ValueError(f"give {{agent name: model}} or a list of models dealt out to the agents in turn, got {value!r}")
-
-
-Agents = Annotated[int | list[str], PlainValidator(_agents)]
-Models = Annotated[dict[str, str] | list[str], PlainValidator(_models)]
 
 
 class SocietyOutput(BaseModel):
@@ -163,24 +140,6 @@ def society_of_mind(
                        output={"answers": final_round.answers if final_round else {}, "topology": reads})
 
     return run
-
-
-def agent_names(agents: int | list[str]) -> list[str]:
-    """The agents' names: agent1..N for a count, else the given names."""
-    return [f"agent{i + 1}" for i in range(agents)] if isinstance(agents, int) else list(agents)
-
-
-def models_of(names: list[str], models: dict[str, str] | list[str],
-              protocol: str = "society_of_mind") -> dict[str, str | None]:
-    """Each agent's model (None: the run's): `models` maps agent names to models, or is a list taken in
-    turn over the agents; a name not among `names` is an error that names `protocol`."""
-    if isinstance(models, dict):
-        stray = sorted(set(models) - set(names))
-        if stray:
-            raise ProtocolError(f"{protocol}: models given for {', '.join(map(repr, stray))}, "
-                                f"not among agents {names}")
-        return {name: models.get(name) for name in names}
-    return {name: models[i % len(models)] if models else None for i, name in enumerate(names)}
 
 
 def takers(update: str, names: list[str], debate, item, round_no: int, follow_rate: float) -> dict[str, str]:

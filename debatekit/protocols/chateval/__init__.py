@@ -64,7 +64,7 @@ from debatekit.protocols.chateval import prompts as P
 from debatekit.protocols.chateval.prompts import SUMMARIZER, Said
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.shared.personas import describe
-from debatekit.protocols.society_of_mind import Agents, Models, agent_names, models_of
+from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
 from debatekit.registry import ProtocolError, protocol
 
 Strategy = Literal["one_by_one", "simultaneous", "simultaneous_summarizer"]

@@ -64,7 +64,7 @@ from debatekit.engine import Outcome, agreement
 from debatekit.protocols.reconcile import convincing as samples_of, prompts
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
-from debatekit.protocols.society_of_mind import Agents, Models, agent_names, models_of
+from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
 from debatekit.registry import ProtocolError, protocol
 
 
