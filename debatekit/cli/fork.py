@@ -44,6 +44,8 @@ def add(subparsers) -> dict:
     p.add_argument("--no-cache", action="store_true", help="ask the model from round R even where a reply is cached")
     p.add_argument("--resume", action="store_true", help="continue the fork in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--limit", type=int, metavar="N",
+                   help="fork only the parent's first N items (an estimate; --resume without it goes on to the rest)")
     return {"fork": run}
 
 
@@ -89,7 +91,7 @@ def run(args) -> int:
     picked = chosen(args)
     result = fork(args.run, at_round=args.at_round, out=args.out, intervention=make(*picked) if picked else None,
                   model=args.model, params=_parse_set(args.sets), cache=False if args.no_cache else None,
-                  resume=args.resume, progress=not args.quiet)
+                  resume=args.resume, progress=not args.quiet, limit=args.limit)
     parent = RunFolder(args.run)
     before = RunResult(Path(args.run), parent.read_run(), parent.debates())
     print(visible(summary_table([result])))

@@ -42,7 +42,7 @@ class ForkError(RunFolderError):
 
 def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: Intervention | None = None,
          model: str | None = None, params: dict[str, Any] | None = None, cache: bool | None = None,
-         resume: bool = False, progress: bool = True) -> RunResult:
+         resume: bool = False, progress: bool = True, limit: int | None = None) -> RunResult:
     """Fork the run in `parent` at round `at_round` into the folder `out` (see the module).
 
     Args:
@@ -56,6 +56,8 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
         cache: reuse cached replies from `at_round` on; None: as the parent did.
         resume: continue the fork in `out`, which must fork the same run, round and intervention.
         progress: a progress bar.
+        limit: fork only the parent's first `limit` items (in its dataset's order); None: every item.
+            A later `resume` with a larger limit (or none) goes on to the rest.
 
     Raises:
         ForkError: the parent is no run, the round is out of range, an agent named is not the
@@ -81,6 +83,9 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if info.sha256 != record.dataset.sha256:
         raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
+    if limit is not None and limit < 1:
+        raise ForkError(f"--limit must be at least 1, got {limit}")
+    chosen = {item.id for item in items[:limit]}
     plans = _plans(items, debates, seed_of, intervention)
     link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
                   intervention=intervention.describe() if intervention else None, model=model)
@@ -97,7 +102,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     gateway = Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live)
     try:
         result = run(config, out, gateway=gateway, progress=progress, resume=resume, parent=link,
-                     only={(d.item_id, seed_of[d.debate_id]) for d in debates},
+                     only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
                      intervention=Applied(intervention, at_round, model, plans))
     finally:
         if store is not None:
