@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
 from debatekit._base.validation import first_error
 from debatekit.datasets import Item
+from debatekit.records.resume import describe_source
 
 Solver = Callable[[Any, Any], Awaitable[Any]]
 TEMPERATURE = (0.0, 2.0)
@@ -264,13 +265,7 @@ _loaded: set[str] = set()  # "builtin", "plugins", and each protocol file's path
 
 def describe(source: dict[str, Any]) -> str:
     """A source in a few words: `built in (debatekit.protocols.baselines)`, `package mypkg 1.0`, `file P`."""
-    if source["kind"] == "package":
-        return f"package {source['package']} {source.get('version') or ''} ({source['entry_point']})".replace("  ", " ")
-    if source["kind"] == "file":
-        return f"file {source['path']}"
-    if source["kind"] == "module":
-        return f"module {source['module']} (imported by your code)"
-    return f"built in ({source.get('module', 'debatekit')})"
+    return describe_source(source)
 
 
 def _origin(source: dict[str, Any]) -> tuple:

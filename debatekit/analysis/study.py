@@ -37,6 +37,7 @@ import pandas as pd
 from debatekit import analysis
 from debatekit.analysis import decompose, paired as pairing, power
 from debatekit.records.trace import RunFolder, run_folders
+from debatekit.records.work import busy_seconds
 
 DEBATE = "society_of_mind"
 
@@ -70,7 +71,7 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
     its calls was in flight, each from its start (waiting for a slot included) to its reply: the
     union of the calls' spans, so calls side by side count once and the gaps between sessions not
     at all. The calls of debates a stop cut off count too: a resume drops their events and records
-    their work (`work_of`), and their replay from the cache is a cache hit. A run replayed from the
+    their work (`records.work.work_of`), and their replay from the cache is a cache hit. A run replayed from the
     cache adds nothing. Summed over runs that ran side by side,
     `busy_h` counts their overlap twice (`busy_seconds` over all their spans does not). A call the
     engine gave up on at its time limit is recorded without its attempts or time, so it adds none."""
@@ -90,32 +91,6 @@ def compute(tables: analysis.Tables) -> pd.DataFrame:
                      "busy_h": (busy_seconds(zip(timed["ts"] - timed["latency_s"], timed["ts"]))
                                 + dropped["cut_off_busy_s"]) / 3600})
     return pd.DataFrame(rows, columns=["run_id", *COMPUTE])
-
-
-def busy_seconds(spans) -> float:
-    """Seconds covered by at least one of the (start, end) spans: overlapping spans count once."""
-    total, reach = 0.0, float("-inf")
-    for start, end in sorted(spans):
-        if end > reach:
-            total += end - max(start, reach)
-            reach = end
-    return total
-
-
-def work_of(dropped: list[dict], kept: list[dict]) -> dict:
-    """The model work of the `dropped` call events, cache hits left out: `calls` (attempts and
-    repairs included), completion `tokens`, and `busy_s`, the seconds their calls were in flight
-    that no `kept` call's were. A resume records it for the events of the debates a stop cut off
-    (`run.json` `resumes`, `cut_off_work`), which it drops so that each call is counted once in
-    the tables; `compute` adds it back."""
-    def spans(events):
-        return [(e["ts"] - (e.get("latency_s") or 0.0), e["ts"]) for e in events
-                if not e.get("cache_hit") and isinstance(e.get("ts"), (int, float))]
-
-    made = [e for e in dropped if not e.get("cache_hit")]
-    both, alone = busy_seconds(spans(dropped) + spans(kept)), busy_seconds(spans(kept))
-    return {"calls": sum(int(e.get("calls") or 0) for e in made),
-            "tokens": sum(int(e.get("completion_tokens") or 0) for e in made), "busy_s": round(both - alone, 3)}
 
 
 def labelled(tables: analysis.Tables, labels: dict[str, str]) -> pd.DataFrame:
