@@ -153,6 +153,14 @@ def test_new_protocol_writes_a_two_agent_starting_point_whose_test_passes(tmp_pa
     assert main(["new", "protocol", "not-a-name"]) == 2
 
 
+def test_new_protocol_help_is_the_help_of_new_protocol(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["new", "protocol", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert out.startswith("usage: debatekit new protocol") and "--dir" in out and "NAME.py" in out
+
+
 def test_a_resume_after_the_protocol_file_changed_is_refused_unless_allowed_and_then_both_are_kept(tmp_path, capsys):
     path = readme_pair(tmp_path)
     out = tmp_path / "run"
