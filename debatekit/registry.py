@@ -354,7 +354,9 @@ def _load_file(reference: str) -> ProtocolSpec:
         _loaded.add(key)
     found = _protocols.get(wanted)
     if found is None or found.source.get("path") != str(path):
-        raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}")
+        there = sorted(n for n, spec in _protocols.items() if spec.source.get("path") == str(path))
+        raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}; it registers "
+                            f"{', '.join(map(repr, there)) if there else 'none'}")
     return found
 
 
