@@ -135,6 +135,7 @@ def test_a_name_clash_with_a_built_in_is_an_error_naming_both(tmp_path, capsys):
 @pytest.mark.parametrize("reference, message", [
     ("missing.py:pair", "protocol file 'missing.py' does not exist"),
     ("{readme}:nothere", "registers no protocol 'nothere'; it registers 'pair'"),
+    ("{readme}:pari", "registers no protocol 'pari'; it registers 'pair'; did you mean 'pair'?"),
 ])
 def test_a_bad_file_reference_is_one_clear_line(tmp_path, capsys, reference, message):
     reference = reference.format(readme=readme_pair(tmp_path))

@@ -214,7 +214,11 @@ def _check_all_used(args, sets: dict, specs) -> None:
     """A parameter no chosen protocol accepts is a mistake, not something to ignore."""
     unknown = sorted(k for k in sets if not any(s.accepts(k) for s in specs))
     if unknown:
-        raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}")
+        from debatekit._base.validation import did_you_mean
+
+        known = {name for s in specs for name in s.params}
+        raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}"
+                         f"{did_you_mean(unknown[0], known)}")
     for flag, name in ((args.agents, "agents"), (args.rounds, "rounds")):
         if flag is not None and not any(s.flag(name) for s in specs):
             raise ValueError(f"--{name} does not apply to {', '.join(args.protocols)}")

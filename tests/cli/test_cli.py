@@ -20,6 +20,24 @@ def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
     assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("argv, ending", [
+    (["run", "socety_of_mind", "--dataset", "arithmetic"], "did you mean 'society_of_mind'?"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "tempreature=0.5"],
+     "did you mean 'temperature'?"),
+    (["run", "single", "society_of_mind", "--dataset", "arithmetic", "--set", "agnets=2"], "did you mean 'agents'?"),
+])
+def test_a_mistyped_name_ends_its_one_line_with_the_likely_one(capsys, argv, ending):
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("debatekit: error:") and line.endswith(ending)
+
+
+def test_a_name_with_no_close_match_gets_no_guess(capsys):
+    assert main(["run", "single", "--dataset", "arithmetic", "--set", "colour=red"]) == 2
+    assert main(["run", "xyzzy", "--dataset", "arithmetic"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"], "argument --rounds: must be at least 1"),
     (["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "x"], "argument --limit: 'x' is not a whole"),
