@@ -380,9 +380,9 @@ def _assembled(chunks: list, watch: "repetition.LoopWatch") -> dict:
     return reply
 
 
-def claim_threads() -> int:
+def claim_threads(advice: str = "") -> int:
     """Threads for an engine loaded in this process, out of the machine-wide budget (`cores.claim`)."""
-    return cores.claim(home() / "engine" / "threads")
+    return cores.claim(home() / "engine" / "threads", advice)
 
 
 def ready(name: str) -> None:
@@ -500,11 +500,12 @@ def unload() -> bool:
     return True
 
 
-def engine(name: str = DEFAULT_LOCAL) -> Engine:
-    """The process's engine for a local model, loaded on first use (assembling weights if needed)."""
+def engine(name: str = DEFAULT_LOCAL, advice: str = "") -> Engine:
+    """The process's engine for a local model, loaded on first use (assembling weights if needed);
+    `advice` ends the warning printed if other processes' engines hold every core (`cores.claim`)."""
     path = model_path(name)
     with _lock:
         if path not in _engines:
             ready(name)
-            _engines[path] = Engine(path, slots())
+            _engines[path] = Engine(path, slots(), threads=claim_threads(advice))
         return _engines[path]

@@ -1,17 +1,21 @@
 """`debatekit serve`: one shared loopback OpenAI-compatible server for several sweep workers."""
 
+import asyncio
 import json
 import os
 import socket
 import subprocess
 import sys
 import time
+import types
 from pathlib import Path
 
 import pytest
 
 from debatekit import sweep
 from debatekit.cli import app as cli
+from debatekit.cli import serve
+from debatekit.models import cores, local, shared_engine
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "run_debate.ipynb"
@@ -44,6 +48,75 @@ def test_an_api_base_reaches_the_run_config(tmp_path, monkeypatch):
         assert connection_options(config) == {"api_base": "http://127.0.0.1:1/v1", "api_key": "none"}
     local_config = RunConfig(protocol="single", dataset="arithmetic", model="local/x", api_base="http://127.0.0.1:1/v1")
     assert connection_options(local_config) == {"api_base": "http://127.0.0.1:1/v1"}
+
+
+class _Params:
+    """Stands in for xllamacpp.CommonParams: the fields debatekit sets, with llama.cpp's defaults."""
+
+    def __init__(self):
+        self.model = types.SimpleNamespace(path="")
+        self.cpuparams, self.cpuparams_batch = types.SimpleNamespace(), types.SimpleNamespace()
+        self.cache_ram_mib, self.slot_prompt_similarity, self.public_path = 8192, 0.1, ""
+
+
+@pytest.fixture
+def fake_xllamacpp(monkeypatch, tmp_path):
+    """xllamacpp that loads nothing (its servers' params are returned), on a machine where another
+    live process's engine holds both cores (the machine's shared engine, say)."""
+    built = []
+
+    class Server:
+        listening_address = "http://127.0.0.1:8765"
+
+        def __init__(self, params):
+            built.append(params)
+
+    monkeypatch.setitem(sys.modules, "xllamacpp", types.SimpleNamespace(CommonParams=_Params, Server=Server))
+    monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("DEBATEKIT_LOCAL_THREADS", raising=False)
+    monkeypatch.delenv("DEBATEKIT_LOCAL_ENGINE", raising=False)
+    monkeypatch.setattr(os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(cores, "_claimed", {})
+    monkeypatch.setattr(local, "_engines", {})
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    claims = tmp_path / "home" / "engine" / "threads"
+    claims.mkdir(parents=True)
+    (claims / str(other.pid)).write_text("2")
+    try:
+        yield built
+    finally:
+        other.kill()
+        other.wait()
+        cores.release(claims)
+
+
+def test_serve_does_not_advise_an_engine_setting_that_is_already_the_default(fake_xllamacpp, tmp_path, capsys):
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    engine, _, _ = serve.start(str(gguf))
+    err = capsys.readouterr().err
+    assert "hold all 2 cores" in err and engine.threads == 1
+    assert "DEBATEKIT_LOCAL_ENGINE" not in err  # serve loads its own engine whatever the setting
+
+
+def test_an_engine_loaded_because_of_process_mode_says_so_when_it_gets_one_core(fake_xllamacpp, tmp_path, monkeypatch,
+                                                                                capsys):
+    asked = []
+
+    class Loaded:
+        async def achat(self, request):
+            return {"choices": []}
+
+    monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")
+    with monkeypatch.context() as m:
+        m.setattr(local, "engine", lambda name, advice="": asked.append(advice) or Loaded())
+        asyncio.run(shared_engine.complete("m", {"messages": []}))
+    assert asked == [shared_engine.SHARE_ADVICE]
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    local.engine(str(gguf), shared_engine.SHARE_ADVICE)
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "hold all 2 cores" in line and "DEBATEKIT_LOCAL_ENGINE=process" in line
 
 
 def _free_port() -> int:
