@@ -203,11 +203,13 @@ class Engine:
     def __init__(self, path: Path, slots: int, ctx_per_slot: int | None = None, *, port: int = 0,
                  host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None,
                  threads: int | None = None, turns: cores.Turns | None = None,
-                 speculation: speculating.Speculation | None = None):
+                 speculation: speculating.Speculation | None = None, front: Path | None = None):
         """`threads`: default the process's claim (`cores.claim`). `turns`: the engines it takes
         turns with; default: none, it generates beside the process's other engines (measured
         fastest on 2 cores), or all of them (`TURNS`) with $DEBATEKIT_LOCAL_MIX=turns.
-        `speculation`: default $DEBATEKIT_LOCAL_SPECULATION (`speculation.speculation`)."""
+        `speculation`: default $DEBATEKIT_LOCAL_SPECULATION (`speculation.speculation`).
+        `front`: a folder whose `index.html` answers `GET /` over HTTP instead of llama.cpp's web
+        UI, which answers a client that does not accept gzip (curl) with a 415."""
         try:
             import xllamacpp
         except ImportError as exc:
@@ -233,6 +235,8 @@ class Engine:
         self.speculation.apply(params, draft)
         # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
         params.port, params.hostnames = port, [host]
+        if front is not None:
+            params.public_path = str(front)
         if alias:
             params.model_alias = {alias}
         self.path, self.slots, self.threads = path, slots, threads

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 import types
+import urllib.request
 from pathlib import Path
 
 import pytest
@@ -119,6 +120,18 @@ def test_an_engine_loaded_because_of_process_mode_says_so_when_it_gets_one_core(
     assert "hold all 2 cores" in line and "DEBATEKIT_LOCAL_ENGINE=process" in line
 
 
+def test_get_root_answers_what_the_server_is_and_its_routes(fake_xllamacpp, tmp_path):
+    gguf = tmp_path / "m.gguf"
+    gguf.write_bytes(b"")
+    engine, model, api_base = serve.start(str(gguf))
+    front = Path(fake_xllamacpp[-1].public_path)
+    page = (front / "index.html").read_text()
+    assert f"model     {model}" in page and f"api_base  {api_base}" in page
+    assert "POST /v1/chat/completions" in page and "GET /v1/models" in page and "m.gguf" in page
+    assert list(front.iterdir()) == [front / "index.html"]  # llama.cpp serves this folder: nothing else in it
+    del engine
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -158,6 +171,8 @@ def test_a_sweep_with_two_workers_shares_one_server(server, tmp_path, monkeypatc
     server start, two kernels, 2 calls of at most 96 tokens)."""
     model, api_base = server
     assert model == "openai/qwen2.5-coder-1.5b-instruct" and api_base.startswith("http://127.0.0.1:")
+    with urllib.request.urlopen(api_base.removesuffix("/v1") + "/", timeout=30) as page:  # what curl gets
+        assert page.status == 200 and f"api_base  {api_base}" in page.read().decode()
     dataset = tmp_path / "a.jsonl"
     dataset.write_text(json.dumps({"id": "q1", "question": "What is 2+3?", "answer": 5}) + "\n")
     grid = {"parameters": {"protocol": "society_of_mind", "dataset": str(dataset), "agents": 1, "rounds": 1,
