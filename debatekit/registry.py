@@ -39,7 +39,7 @@ from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from debatekit._base.validation import first_error
+from debatekit._base.validation import did_you_mean, first_error
 from debatekit.datasets import Item
 from debatekit.records.resume import describe_source
 
@@ -144,7 +144,7 @@ class ProtocolSpec:
         unknown = sorted(set(params) - set(self.params))
         if unknown:
             raise ProtocolError(f"protocol {self.name!r} has no parameter {', '.join(map(repr, unknown))}; "
-                                f"parameters: {', '.join(self.params)}")
+                                f"parameters: {', '.join(self.params)}{did_you_mean(unknown[0], self.params)}")
         try:
             checked = self.params_model()(**params).model_dump()
         except ValidationError as exc:
@@ -349,7 +349,9 @@ def _load_file(reference: str) -> ProtocolSpec:
         _loaded.add(key)
     found = _protocols.get(wanted)
     if found is None or found.source.get("path") != str(path):
-        raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}")
+        there = sorted(n for n, spec in _protocols.items() if spec.source.get("path") == str(path))
+        raise ProtocolError(f"protocol file {path} registers no protocol {wanted!r}; it registers "
+                            f"{', '.join(map(repr, there)) if there else 'none'}{did_you_mean(wanted, there)}")
     return found
 
 
@@ -367,7 +369,7 @@ def get(name: str) -> ProtocolSpec:
         return _load_file(name)
     if name not in _protocols:
         raise ProtocolError(f"unknown protocol {name!r}; available: {', '.join(sorted(_protocols))} "
-                            f"(or path/to/file.py:NAME)")
+                            f"(or path/to/file.py:NAME){did_you_mean(name, _protocols)}")
     return _protocols[name]
 
 

@@ -68,7 +68,7 @@ def test_the_cli_warns_on_stderr_about_debates_without_an_answer(tmp_path, capsy
     model = scripted.register("times-out-on-q0", fn=lambda req: scripted.Fault("timeout") if req.item_id == "q0"
                               else answer(int(req.item_id[1:])))
     assert main(["run", "single", "--dataset", str(items(tmp_path, 3)), "--model", model,
-                 "--out", str(tmp_path / "run"), "--quiet", "--no-cache"]) == 0
+                 "--out", str(tmp_path / "run"), "--quiet", "--no-cache", "--wide"]) == 0
     out, err = capsys.readouterr()
     header, _, row = out.splitlines()[:3]
     cells = dict(zip(header.split()[:6], row.split()[:6]))

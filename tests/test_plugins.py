@@ -134,7 +134,8 @@ def test_a_name_clash_with_a_built_in_is_an_error_naming_both(tmp_path, capsys):
 
 @pytest.mark.parametrize("reference, message", [
     ("missing.py:pair", "protocol file 'missing.py' does not exist"),
-    ("{readme}:nothere", "registers no protocol 'nothere'"),
+    ("{readme}:nothere", "registers no protocol 'nothere'; it registers 'pair'"),
+    ("{readme}:pari", "registers no protocol 'pari'; it registers 'pair'; did you mean 'pair'?"),
 ])
 def test_a_bad_file_reference_is_one_clear_line(tmp_path, capsys, reference, message):
     reference = reference.format(readme=readme_pair(tmp_path))
@@ -151,6 +152,14 @@ def test_new_protocol_writes_a_two_agent_starting_point_whose_test_passes(tmp_pa
     assert test.returncode == 0 and "1 passed" in test.stdout, test.stdout + test.stderr
     assert main(["new", "protocol", "duo", "--dir", str(tmp_path / "mine")]) == 2  # never overwrites
     assert main(["new", "protocol", "not-a-name"]) == 2
+
+
+def test_new_protocol_help_is_the_help_of_new_protocol(capsys):
+    with pytest.raises(SystemExit) as done:
+        main(["new", "protocol", "--help"])
+    out = capsys.readouterr().out
+    assert done.value.code == 0
+    assert out.startswith("usage: debatekit new protocol") and "--dir" in out and "NAME.py" in out
 
 
 def test_a_resume_after_the_protocol_file_changed_is_refused_unless_allowed_and_then_both_are_kept(tmp_path, capsys):

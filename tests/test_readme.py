@@ -19,6 +19,20 @@ def test_readme_opens_with_two_commands():
     assert "pytest" in tests
 
 
+def test_the_first_command_keeps_its_runs_in_a_folder_and_says_how_to_resume_them():
+    import shlex
+
+    from debatekit.cli.app import build_parser
+
+    main_job = readme_commands()[0]
+    run = shlex.split(main_job.split("&& .venv/bin/debatekit ", 1)[1])
+    args = build_parser().parse_args(run)
+    assert args.out and not args.resume
+    assert build_parser().parse_args([*run, "--resume"]).resume  # what the README tells a cut-off run
+    opening = (ROOT / "README.md").read_text().split("## ", 1)[0]
+    assert f"`--out {args.out}` included, plus `--resume`" in opening
+
+
 def test_ci_runs_the_readme_test_command():
     assert readme_commands()[1] in (ROOT / ".ci" / "run").read_text().splitlines()
 

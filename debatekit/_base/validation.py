@@ -1,6 +1,9 @@
-"""One line from a pydantic validation error, for the one-line messages bad input gets."""
+"""Pieces of the one-line messages bad input gets: a pydantic error's first problem, a likely meant name."""
 
 from __future__ import annotations
+
+import difflib
+from typing import Iterable
 
 from pydantic import ValidationError
 
@@ -11,3 +14,9 @@ def first_error(exc: ValidationError, default: str = "") -> tuple[str, str]:
     if not errors:
         return default, str(exc)
     return ".".join(str(p) for p in errors[0]["loc"]) or default, errors[0]["msg"]
+
+
+def did_you_mean(given: str, known: Iterable[str]) -> str:
+    """`; did you mean 'NAME'?` for the known name closest to a mistyped one, or "" when none is close."""
+    close = difflib.get_close_matches(given, list(known), n=1)
+    return f"; did you mean {close[0]!r}?" if close else ""

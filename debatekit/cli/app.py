@@ -90,6 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "failed (status degraded); with the response cache on, every call whose prompt is unchanged comes "
                           "from it, and a debate whose retry gets no answer keeps its old record")
     run.add_argument("--quiet", action="store_true", help="no progress bar")
+    run.add_argument("--wide", action="store_true",
+                     help="every column of the run table (cached, cut off, looped, echoes, escalated, ...); "
+                          f"by default it fits {TABLE_WIDTH} columns")
 
     sub.add_parser("datasets", help="list shipped datasets")
     models = sub.add_parser("models", help="list models and their state; `models pull [NAME]` assembles a local model")
@@ -142,7 +145,8 @@ def cmd_run(args) -> int:
     results = together([(config, out, again) for config, out, again in zip(configs, outs, resume)],
                        retry_degraded=args.retry_degraded, progress=not args.quiet,
                        allow_protocol_change=args.allow_protocol_change)
-    print(visible(summary_table(results)))  # a protocol's report and an error may quote a model or a dataset
+    # a protocol's report and an error may quote a model or a dataset
+    print(visible(summary_table(results, wide=args.wide)))
     if len(results) > 1:
         print("\n" + visible(paired_block(results)))
     failed = [r for r in results if r.record.status == "failed"]
@@ -214,14 +218,26 @@ def _check_all_used(args, sets: dict, specs) -> None:
     """A parameter no chosen protocol accepts is a mistake, not something to ignore."""
     unknown = sorted(k for k in sets if not any(s.accepts(k) for s in specs))
     if unknown:
-        raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}")
+        from debatekit._base.validation import did_you_mean
+
+        known = {name for s in specs for name in s.params}
+        raise ValueError(f"no chosen protocol has parameter {', '.join(map(repr, unknown))}"
+                         f"{did_you_mean(unknown[0], known)}")
     for flag, name in ((args.agents, "agents"), (args.rounds, "rounds")):
         if flag is not None and not any(s.flag(name) for s in specs):
             raise ValueError(f"--{name} does not apply to {', '.join(args.protocols)}")
 
 
-def summary_table(results) -> str:
-    """The comparison table printed at the end of `debatekit run`."""
+TABLE_WIDTH = 100
+"""Characters the run table takes at most without --wide (a long protocol name aside)."""
+NARROW = ("protocol", "params", "items", "seeds", "failed", "accuracy [95% CI]", "rounds", "calls", "tokens", "wall s")
+"""The run table's columns without --wide (seeds only where a run has several)."""
+
+
+def summary_table(results, wide: bool = False) -> str:
+    """The comparison table printed at the end of `debatekit run`: every column if `wide`, else
+    `NARROW`, with long parameters cut to fit `TABLE_WIDTH` and a line naming the left-out columns
+    that have something to say."""
     head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
             "tokens", "cached", "cut off", "unread: cut off", "looped", "other", "echoes", "escalated", "wall s")
     rows = [head]
@@ -243,8 +259,28 @@ def summary_table(results) -> str:
                      f"{s['wall_s']:.0f}"))
     from debatekit.analysis.paired import aligned
 
+    note = ""
+    if not wide:
+        rows, note = _narrow(rows)
+    table = "\n".join(aligned(rows)) + "\n" + note
     where = "\n".join(f"trace: {r.path}" for r in results)
-    return "\n".join(aligned(rows)) + "\n" + "".join(round_table(r) + protocol_report(r) for r in results) + where
+    return table + "".join(round_table(r) + protocol_report(r) for r in results) + where
+
+
+def _narrow(rows: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], str]:
+    """The `NARROW` columns of the run table, its parameters cut to fit `TABLE_WIDTH`, and a line
+    naming the left-out columns that are not all zero (empty if none)."""
+    head = rows[0]
+    several_seeds = any(row[head.index("seeds")] != "1" for row in rows[1:])
+    keep = [i for i, name in enumerate(head) if name in NARROW and (name != "seeds" or several_seeds)]
+    shown = [tuple(row[i] for i in keep) for row in rows]
+    widths = [max(len(row[i]) for row in shown) for i in range(len(keep))]
+    room = TABLE_WIDTH - (sum(widths) + 2 * (len(widths) - 1)) + widths[1]  # what the params column may take
+    cut = max(len("params"), room)
+    shown = [(row[0], row[1] if len(row[1]) <= cut else row[1][:cut - 1] + "…", *row[2:]) for row in shown]
+    left = [name for i, name in enumerate(head) if i not in keep and name not in ("cached", "seeds")
+            and any(row[i] not in ("0", "?", "-") for row in rows[1:])]
+    return shown, f"(not all zero in columns left out: {', '.join(left)}; --wide shows them)\n" if left else ""
 
 
 def _parse_failures(summary: dict) -> tuple[str, ...]:

@@ -96,9 +96,13 @@ def test_the_critic_comes_round_to_the_proposer(tmp_path):
 
 def add(subparsers) -> dict:
     p = subparsers.add_parser("new", help="write a starting point: `new protocol NAME` (a two-agent protocol and its test)")
-    p.add_argument("what", choices=["protocol"])
-    p.add_argument("name", help="the protocol's name (a Python identifier)")
-    p.add_argument("--dir", default=".", help="folder to write NAME.py and test_NAME.py into (default: here)")
+    # each kind of starting point is a subcommand, so that `new protocol --help` is its own help
+    kinds = p.add_subparsers(dest="what", required=True, metavar="KIND")
+    made = kinds.add_parser("protocol", help="a two-agent protocol file and its test, to start from",
+                            description="Write NAME.py (a two-agent protocol registered as NAME) and test_NAME.py "
+                                        "(it runs the protocol end to end on a scripted model).")
+    made.add_argument("name", help="the protocol's name (a Python identifier)")
+    made.add_argument("--dir", default=".", help="folder to write NAME.py and test_NAME.py into (default: here)")
     return {"new": run}
 
 

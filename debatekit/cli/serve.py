@@ -13,14 +13,21 @@ than a loopback address gets a warning that any machine that reaches the port ca
 `--cache-ram` and `--prefix-reuse` (default: $DEBATEKIT_LOCAL_CACHE_RAM, $DEBATEKIT_LOCAL_PREFIX_REUSE)
 keep each conversation's prefix across requests exactly as the in-process engine does
 (`debatekit.models.local.engine.PrefixCache`), so workers sharing the server pay only for new tokens.
+The HTTP server is llama.cpp's (through xllamacpp); `GET /` answers with a page that says what it
+serves and its routes (`front_page`), in place of llama.cpp's web UI.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import html
 import ipaddress
+import shutil
 import sys
+import tempfile
 import threading
+import weakref
+from pathlib import Path
 
 
 def add(subparsers) -> dict:
@@ -60,9 +67,26 @@ def start(name: str | None = None, *, port: int = 0, host: str = "127.0.0.1", sl
     cache = local.prefix_cache(local.mem_available())
     cache = dataclasses.replace(cache, ram_mib=cache.ram_mib if cache_ram is None else cache_ram,
                                 reuse=cache.reuse if prefix_reuse is None else prefix_reuse)
+    front = Path(tempfile.mkdtemp(prefix="debatekit-serve-"))
     engine = local.Engine(path, slots or local.slots(), ctx_per_slot, port=port, host=host, alias=alias,
-                          cache=cache)
-    return engine, f"openai/{alias}", f"{engine.address.rstrip('/')}/v1"
+                          cache=cache, front=front)
+    weakref.finalize(engine, shutil.rmtree, front, ignore_errors=True)
+    model, api_base = f"openai/{alias}", f"{engine.address.rstrip('/')}/v1"
+    (front / "index.html").write_text(front_page(engine.path.name, model, api_base), encoding="utf-8")
+    return engine, model, api_base
+
+
+ROUTES = ("GET /v1/models", "POST /v1/chat/completions", "POST /v1/completions", "GET /health")
+
+
+def front_page(file: str, model: str, api_base: str) -> str:
+    """What `GET /` answers: the server, the model string and api_base to give litellm, the routes
+    (an HTML page that reads as plain text, for a browser and for curl alike)."""
+    lines = [f"debatekit serve: {file} on llama.cpp, an OpenAI-compatible server (no web UI)",
+             f"  model     {model}   (a litellm model string)", f"  api_base  {api_base}",
+             f"  routes    {', '.join(ROUTES)}"]
+    return ("<!doctype html>\n<meta charset=\"utf-8\"><title>debatekit serve</title>\n<pre>\n"
+            + html.escape("\n".join(lines)) + "\n</pre>\n")
 
 
 def run(args) -> int:

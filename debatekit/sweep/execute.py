@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 import signal
@@ -284,7 +285,7 @@ def _execute(task: dict, sidecar: Path) -> PointResult:
             papermill.execute_notebook(
                 task["notebook"], task["output"], parameters=task["parameters"], progress_bar=False,
                 kernel_name=task["kernel_name"], cwd=task["cwd"], execution_timeout=task["cell_timeout"],
-                request_save_on_cell_execute=False,
+                request_save_on_cell_execute=False, kernel_manager_class=quiet_kernel_manager(),
                 # ipykernel warns on every start that loopback TCP is unencrypted: one line per
                 # point over the progress bar; kernel errors still print
                 extra_arguments=["--IPKernelApp.log_level=ERROR"])
@@ -308,6 +309,26 @@ def _execute(task: dict, sidecar: Path) -> PointResult:
                            wall_s=round(time.monotonic() - start, 2))
     return PointResult(task["point_id"], "failed", task["output"], error=f"kernel: {error}", attempts=2,
                        wall_s=round(time.monotonic() - start, 2))
+
+
+@functools.cache
+def quiet_kernel_manager() -> type:
+    """jupyter_client's kernel manager, less the interrupt it sends a kernel before shutting it down.
+
+    papermill asks the kernel for its info once the last cell is done, and shuts it down as soon as
+    the reply comes; the SIGINT of that shutdown can reach the kernel before it has left the handler
+    that sent the reply (on a busy machine it often does), and ipykernel then logs `KeyboardInterrupt
+    caught in kernel` after a point that went well. A kernel papermill shuts down has nothing running
+    to interrupt; a cell that runs past `--cell-timeout` is still interrupted (that is not a shutdown).
+    """
+    from jupyter_client import AsyncKernelManager
+
+    class QuietKernelManager(AsyncKernelManager):
+        async def _async_interrupt_kernel(self) -> None:
+            if not self.shutting_down:
+                await super()._async_interrupt_kernel()
+
+    return QuietKernelManager
 
 
 def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> None:

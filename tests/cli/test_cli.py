@@ -20,6 +20,24 @@ def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
     assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1
 
 
+@pytest.mark.parametrize("argv, ending", [
+    (["run", "socety_of_mind", "--dataset", "arithmetic"], "did you mean 'society_of_mind'?"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "tempreature=0.5"],
+     "did you mean 'temperature'?"),
+    (["run", "single", "society_of_mind", "--dataset", "arithmetic", "--set", "agnets=2"], "did you mean 'agents'?"),
+])
+def test_a_mistyped_name_ends_its_one_line_with_the_likely_one(capsys, argv, ending):
+    assert main(argv) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("debatekit: error:") and line.endswith(ending)
+
+
+def test_a_name_with_no_close_match_gets_no_guess(capsys):
+    assert main(["run", "single", "--dataset", "arithmetic", "--set", "colour=red"]) == 2
+    assert main(["run", "xyzzy", "--dataset", "arithmetic"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
 @pytest.mark.parametrize("argv, message", [
     (["run", "society_of_mind", "--dataset", "arithmetic", "--rounds", "0"], "argument --rounds: must be at least 1"),
     (["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "x"], "argument --limit: 'x' is not a whole"),
@@ -248,3 +266,38 @@ def test_protocols_of_one_command_run_together_and_share_identical_calls(tmp_pat
     assert min(e["ts"] for e in events["society_of_mind"]) < max(e["ts"] for e in events["single"])  # overlapping
     table = capsys.readouterr().out.split("\n\n")[0].splitlines()
     assert [line.split()[2] for line in table if line.startswith(("single ", "society_of_mind "))] == [str(items)] * 2
+
+
+def _run_table(out: str) -> list[str]:
+    return out.split("\n\n")[0].splitlines()
+
+
+def test_the_run_table_fits_100_columns_and_wide_shows_every_column(tmp_path, arithmetic_file, capsys):
+    args = ["run", "single", "society_of_mind", "--dataset", str(arithmetic_file), "--model", "scripted/schema",
+            "--agents", "3", "--rounds", "2", "--set", "temperature=0.3", "--quiet"]
+    assert main([*args, "--out", str(tmp_path / "narrow")]) == 0
+    table = _run_table(capsys.readouterr().out)
+    assert max(map(len, table)) <= 100, table
+    assert table[0].split()[:3] == ["protocol", "params", "items"] and "accuracy [95% CI]" in table[0]
+    assert "cached" not in table[0] and "seeds" not in table[0]  # one seed: nothing to say
+    assert main([*args, "--out", str(tmp_path / "wide"), "--wide"]) == 0
+    table = _run_table(capsys.readouterr().out)
+    assert max(map(len, table)) > 100
+    for column in ("seeds", "degraded", "cached", "cut off", "looped", "echoes", "escalated"):
+        assert column in table[0]
+    assert any("temperature=0.3" in line and "rounds=2" in line for line in table[2:])  # parameters uncut
+
+
+def test_a_narrow_run_table_names_the_left_out_columns_that_are_not_zero():
+    from debatekit.analysis.paired import aligned
+    from debatekit.cli.app import _narrow
+
+    head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
+            "tokens", "cached", "cut off", "unread: cut off", "looped", "other", "echoes", "escalated", "wall s")
+    row = ("single", "p=" + "x" * 200, "3", "2", "0", "1", "0.50 [0.00, 1.00]", "1.0", "6", "900", "4", "?", "0",
+           "2", "0", "0", "0", "7")
+    rows, note = _narrow([head, row])
+    assert rows[0] == ("protocol", "params", "items", "seeds", "failed", "accuracy [95% CI]", "rounds", "calls",
+                       "tokens", "wall s")
+    assert rows[1][1].endswith("…") and max(map(len, aligned(rows))) == 100
+    assert note == "(not all zero in columns left out: degraded, looped; --wide shows them)\n"

@@ -135,7 +135,7 @@ class FakeEngine:
 def test_engine_timings_reach_every_call_event(tmp_path, monkeypatch):
     fake = FakeEngine()
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")  # the fake stands in for an engine in this process
-    monkeypatch.setattr(local, "engine", lambda name=local.DEFAULT_LOCAL: fake)
+    monkeypatch.setattr(local, "engine", lambda name=local.DEFAULT_LOCAL, advice="": fake)
     config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, model=local.DEFAULT_MODEL,
                        params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
     first = run(config, tmp_path / "a", progress=False)

@@ -27,11 +27,12 @@ from typing import Hashable, Iterator
 from debatekit._base.locking import exclusive
 
 
-def claim(where: Path) -> int:
+def claim(where: Path, advice: str = "") -> int:
     """Threads for an engine loaded in this process: $DEBATEKIT_LOCAL_THREADS, else the cores that
     engines of other live processes on this machine have not claimed (at least 1), recorded in
     `where` (one file per process) so that the sum over processes stays within the cores. A second
-    engine of the same process gets the process's claim again: the engines of one process share it."""
+    engine of the same process gets the process's claim again: the engines of one process share it.
+    `advice` ends the warning printed when other processes hold every core (what would avoid it)."""
     forced = os.environ.get("DEBATEKIT_LOCAL_THREADS")
     if forced:
         return int(forced)
@@ -53,7 +54,7 @@ def claim(where: Path) -> int:
         threads = max(1, total - used)
         if used >= total:
             print(f"[debatekit] warning: local engines of other processes hold all {total} cores; this one gets 1 "
-                  f"thread (set DEBATEKIT_LOCAL_ENGINE=shared to share one engine)", file=sys.stderr)
+                  f"thread{advice}", file=sys.stderr)
         mine.write_text(str(threads))
         _claimed[where] = (os.getpid(), threads)
     return threads

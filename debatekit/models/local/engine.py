@@ -204,11 +204,13 @@ class Engine:
     def __init__(self, path: Path, slots: int, ctx_per_slot: int | None = None, *, port: int = 0,
                  host: str = "127.0.0.1", alias: str | None = None, cache: PrefixCache | None = None,
                  threads: int | None = None, turns: cores.Turns | None = None,
-                 speculation: speculating.Speculation | None = None):
+                 speculation: speculating.Speculation | None = None, front: Path | None = None):
         """`threads`: default the process's claim (`cores.claim`). `turns`: the engines it takes
         turns with; default: none, it generates beside the process's other engines (measured
         fastest on 2 cores), or all of them (`TURNS`) with $DEBATEKIT_LOCAL_MIX=turns.
-        `speculation`: default $DEBATEKIT_LOCAL_SPECULATION (`speculation.speculation`)."""
+        `speculation`: default $DEBATEKIT_LOCAL_SPECULATION (`speculation.speculation`).
+        `front`: a folder whose `index.html` answers `GET /` over HTTP instead of llama.cpp's web
+        UI, which answers a client that does not accept gzip (curl) with a 415."""
         try:
             import xllamacpp
         except ImportError as exc:
@@ -237,6 +239,8 @@ class Engine:
         self.speculation.apply(params, draft)
         # xllamacpp also serves OpenAI-compatible routes over HTTP (`debatekit serve` fixes the port)
         params.port, params.hostnames = port, [host]
+        if front is not None:
+            params.public_path = str(front)
         if alias:
             params.model_alias = {alias}
         self.path, self.slots, self.threads = path, slots, threads
@@ -384,9 +388,9 @@ def _assembled(chunks: list, watch: "repetition.LoopWatch") -> dict:
     return reply
 
 
-def claim_threads() -> int:
+def claim_threads(advice: str = "") -> int:
     """Threads for an engine loaded in this process, out of the machine-wide budget (`cores.claim`)."""
-    return cores.claim(home() / "engine" / "threads")
+    return cores.claim(home() / "engine" / "threads", advice)
 
 
 def ready(name: str) -> None:
@@ -511,11 +515,12 @@ def unload() -> bool:
     return True
 
 
-def engine(name: str = DEFAULT_LOCAL) -> Engine:
-    """The process's engine for a local model, loaded on first use (assembling weights if needed)."""
+def engine(name: str = DEFAULT_LOCAL, advice: str = "") -> Engine:
+    """The process's engine for a local model, loaded on first use (assembling weights if needed);
+    `advice` ends the warning printed if other processes' engines hold every core (`cores.claim`)."""
     path = model_path(name)
     with _lock:
         if path not in _engines:
             ready(name)
-            _engines[path] = Engine(path, slots())
+            _engines[path] = Engine(path, slots(), threads=claim_threads(advice))
         return _engines[path]

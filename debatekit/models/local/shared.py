@@ -80,6 +80,10 @@ def folder() -> Path:
     return local.home() / "engine"
 
 
+SHARE_ADVICE = " (DEBATEKIT_LOCAL_ENGINE=process loads an engine in each process; unset, they share one)"
+"""How an engine loaded for `process` mode ends the warning that other processes hold every core."""
+
+
 def mode() -> str:
     """`shared` (default: one engine per machine) or `process` ($DEBATEKIT_LOCAL_ENGINE)."""
     return local.env_choice("DEBATEKIT_LOCAL_ENGINE", ("shared", "process"))
@@ -101,7 +105,7 @@ async def complete(name: str, request: dict) -> dict:
     """One chat completion of the local model `name`: through the machine's shared engine (default),
     or an engine loaded in this process when $DEBATEKIT_LOCAL_ENGINE is `process`."""
     if mode() == "process":
-        return await (await asyncio.to_thread(local.engine, name)).achat(request)
+        return await (await asyncio.to_thread(local.engine, name, SHARE_ADVICE)).achat(request)
     await asyncio.to_thread(local.ready, name)  # assembled here, so its messages and errors reach this process
     return await achat(name, request)
 
