@@ -141,9 +141,9 @@ def side(name: str, items: int, cap: float, work: Path) -> dict:
 
 UNEQUAL = {
     # the 2-item `single` run beside a 30-call self_consistency run (6 items x 5 samples)
-    "unequal_pair": ["self_consistency", "--limit", "6", "--set", "samples=5"],
+    "unequal_pair": ["self_consistency", "--dataset", "gsm8k", "--limit", "6", "--set", "samples=5"],
     # beside a protocol of long structured prompts, one item
-    "unequal_pair_long_prompts": ["cross_critique", "--limit", "1"],
+    "unequal_pair_long_prompts": ["cross_critique", "--dataset", "legal_conflicts", "--limit", "1"],
 }
 
 
@@ -171,7 +171,7 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
         if only and name not in only:
             continue
         big_out, small_out = work / "unequal" / f"{name}-big", work / "unequal" / f"{name}-small"
-        big = _launch([sys.executable, "-m", "debatekit.cli", "run", *big_args, "--dataset", "gsm8k", "--seed", "3",
+        big = _launch([sys.executable, "-m", "debatekit.cli", "run", *big_args, "--seed", "3",
                        "--no-cache", "--out", str(big_out), "--quiet"], env, work / "unequal" / f"{name}-big.log")
         time.sleep(head_start)
         beside = _wait([_launch(_run_args(small_out, 2, 1), env, work / "unequal" / f"{name}-small.log")], 3600)[0]
@@ -179,7 +179,7 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
         if big_still_running:
             os.killpg(big.pid, signal.SIGTERM)
             big.wait()
-        result[name] = {"big": " ".join(big_args[:1] + big_args[1:]), "wall_s": round(beside, 1),
+        result[name] = {"big": " ".join(big_args), "wall_s": round(beside, 1),
                         "completion_tokens": _tokens(small_out), "big_completion_tokens": _tokens(big_out),
                         "big_still_running_at_the_end": big_still_running,
                         "small_vs_alone": round(beside / alone, 3)}
