@@ -45,7 +45,7 @@ from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceIte
                                                       decide, judge, judge_prompt, order_report, question_model, render,
                                                       setup_for, truncate)
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
-from debatekit.registry import protocol
+from debatekit.registry import Role, Views, protocol
 
 SPEAKERS = [("question", "Judge"), ("consultant", "Consultant")]
 
@@ -78,7 +78,7 @@ def consultancy_report(path) -> str:
 
 
 @protocol("consultancy", paper="Khan et al. 2024", item=EvidenceItem, output=ConsultancyOutput,
-          report=consultancy_report, short="cons")
+          views=Views(run=consultancy_report), role=Role(label="cons"))
 def consultancy(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     interactive: bool = True,

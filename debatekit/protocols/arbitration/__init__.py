@@ -32,7 +32,7 @@ from debatekit.protocols.arbitration.contradictions import Citation, Contradicti
 from debatekit.protocols.arbitration.scoring import TruthEntry, run_report, score_resolutions, score_values
 from debatekit.protocols.shared.fields import Probability
 from debatekit.protocols.shared.personas import describe
-from debatekit.registry import Node, protocol
+from debatekit.registry import Node, Views, protocol
 
 
 class SourceDocument(BaseModel):
@@ -138,7 +138,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
             "debate_results": outcome.output["debate_results"]}
 
 
-@protocol("arbitration", paper="seed 001", item=ArbitrationItem, report=run_report,
+@protocol("arbitration", paper="seed 001", item=ArbitrationItem, views=Views(run=run_report),
           node=Node(_node_item, _node_result, _node_params), output=ArbitrationOutput,
           stop_reasons={"complete": "every contradiction found was arbitrated",
                         "skipped": "the reports had no contradiction to arbitrate"})

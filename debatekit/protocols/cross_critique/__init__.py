@@ -33,7 +33,7 @@ from debatekit.protocols.cross_critique.checks import Open
 from debatekit.protocols.cross_critique.judge import judge
 from debatekit.protocols.cross_critique.review import review_lines
 from debatekit.protocols.shared.fields import Probability
-from debatekit.registry import Node, ProtocolError, protocol
+from debatekit.registry import Node, ProtocolError, Views, protocol
 
 # --- dataset item ---------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 
 @protocol("cross_critique", paper="seed 000", item=LegalItem, node=Node(_node_item, _node_result),
-          output=CrossCritiqueOutput, flags={"agents": None, "rounds": "max_rounds"}, review=review_lines)
+          output=CrossCritiqueOutput, flags={"agents": None, "rounds": "max_rounds"}, views=Views(review=review_lines))
 def cross_critique(
     agents: list[str] = ["NLA", "ALA"],
     persona_prompts: dict[str, str] = {},

@@ -28,7 +28,7 @@ from debatekit.protocols.judge_refine.prompts import (FOCUS, GRADE_PROMPT, JUDGE
                                                       messages, refine_prompt)
 from debatekit.protocols.judge_refine.report import report
 from debatekit.protocols.shared.fields import Probability, caps
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Views, protocol
 
 Category = Literal["hardware", "software", "network", "config", "resource"]
 
@@ -124,7 +124,7 @@ class JudgeRefineOutput(BaseModel):
 
 
 @protocol("judge_refine", paper="seed 004", item=Incident, output=JudgeRefineOutput,
-          flags={"agents": None}, debate_report=report)
+          flags={"agents": None}, views=Views(debate=report))
 def judge_refine(
     agents: list[str] = ["log_focused", "kg_focused", "hybrid"],
     focus: dict[str, str] = {},

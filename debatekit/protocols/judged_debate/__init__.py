@@ -70,7 +70,7 @@ from debatekit.protocols.judged_debate.common import (NAMES, CandidateKind, Evid
                                                       check_quotes, decide, judge, judge_prompt, order_report, render,
                                                       setup_for, truncate)
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Role, Views, protocol
 
 AGENTS = ("debater_a", "debater_b")
 KEYS = ("a", "b")
@@ -86,8 +86,8 @@ class DebateOutput(JudgedOutput):
     """Arguments that could not be read ("round 2 debater_b")."""
 
 
-@protocol("judged_debate", paper="Khan et al. 2024", item=EvidenceItem, output=DebateOutput, report=order_report,
-          short="JD")
+@protocol("judged_debate", paper="Khan et al. 2024", item=EvidenceItem, output=DebateOutput,
+          views=Views(run=order_report), role=Role(label="JD"))
 def judged_debate(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     turns: Literal["simultaneous", "sequential"] = "simultaneous",
