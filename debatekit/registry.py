@@ -297,7 +297,7 @@ def _origin(source: dict[str, Any]) -> tuple:
 
 
 BUILTIN = tuple(f"debatekit.protocols.{name}" for name in (
-    "arbitration", "baselines", "chateval", "consultancy", "cross_critique", "dynamics", "judge_refine",
+    "arbitration", "baselines", "chateval", "cross_critique", "dynamics", "judge_refine",
     "judged_debate", "mad", "patch_debate", "reconcile", "society_of_mind"))
 """The built-in protocols' modules, loaded by name on first lookup as plugins are (each registers
 its protocols when imported), so that the registry imports nothing above it."""

@@ -185,4 +185,4 @@ class Exchange:
                             who=P.DEBATE_WHO.format(name_a=NAMES[0], name_b=NAMES[1]))
 
 
-from debatekit.protocols.judged_debate import blind  # noqa: E402,F401  (registers blind_judge)
+from debatekit.protocols.judged_debate import blind, consultancy  # noqa: E402,F401  (register blind_judge, consultancy)
