@@ -65,14 +65,16 @@ from pydantic import Field
 
 from debatekit.engine import Outcome
 from debatekit.protocols.judged_debate import prompts as P
-from debatekit.protocols.judged_debate.common import (NAMES, CandidateKind, EvidenceItem, JudgedOutput,
-                                                      advocate_messages, advocate_system, advocate_turn, argument_model,
-                                                      check_quotes, decide, judge, judge_prompt, order_report, render,
-                                                      setup_for, truncate)
+from debatekit.protocols.judged_debate.advocates import (advocate_messages, advocate_system, advocate_turn, argument_model,
+                                                         render)
+from debatekit.protocols.judged_debate.items import CandidateKind, EvidenceItem, setup_for
+from debatekit.protocols.judged_debate.judging import JudgedOutput, decide, judge, judge_prompt, order_report
+from debatekit.protocols.judged_debate.quotes import check_quotes, truncate
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import ProtocolError, Role, Views, protocol
 
 AGENTS = ("debater_a", "debater_b")
+NAMES = ("Debater A", "Debater B")
 KEYS = ("a", "b")
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from debatekit.engine import Outcome
 from debatekit.protocols.judged_debate import prompts as P
-from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceItem, JudgedOutput, decide, judge,
-                                                      order_report, setup_for, verdict_request)
+from debatekit.protocols.judged_debate.items import CandidateKind, EvidenceItem, setup_for
+from debatekit.protocols.judged_debate.judging import JudgedOutput, decide, judge, order_report, verdict_request
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
 from debatekit.registry import Role, Views, protocol
 
