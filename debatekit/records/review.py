@@ -23,7 +23,7 @@ from debatekit.records.trace import RunFolder, RunFolderError, inside, read_json
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")
-Verdict = Literal["approve", "reject", "revise"]
+ReviewVerdict = Literal["approve", "reject", "revise"]
 
 
 class ReviewItem(BaseModel):
@@ -45,7 +45,7 @@ class Review(BaseModel):
 
     item_id: str
     debate_id: str
-    verdict: Verdict
+    verdict: ReviewVerdict
     note: str = ""
     reviewer: str = ""
     ts: float

@@ -57,8 +57,10 @@ class ArbitrationItem(BaseModel):
     truth: list[TruthEntry] = []
 
 
-class Verdict(BaseModel):
+class ArbitrationVerdict(BaseModel):
     """The arbitrator's decision on one contradiction (the seed's output format)."""
+
+    model_config = ConfigDict(title="Verdict")  # its name in the response format, so in every request and cache key
 
     max_reply_tokens: ClassVar[int] = 320
 
@@ -223,7 +225,7 @@ async def arbitrate(reports: list[Report], debate, *, rules: Rules | None = None
     for number, batch in enumerate(batches, 1):
         turns = await debate.gather(debate.ask(
             "arbitrator", [{"role": "user", "content": arbitrator_prompt(
-                c, documents, authority, prefer_fresher, show_sources)}], Verdict,
+                c, documents, authority, prefer_fresher, show_sources)}], ArbitrationVerdict,
             phase="arbitrate", round=number, model=model, temperature=temperature) for c in batch)
         verdicts += [check(c, t.parsed.model_dump() if t.ok else None, t.error) for c, t in zip(batch, turns)]
         if len(batches) > 1:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, ClassVar, Literal
 
-from pydantic import BaseModel, model_validator
+from pydantic import BaseModel, ConfigDict, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from debatekit._base.answer_kinds import LETTERS
@@ -19,8 +19,10 @@ from debatekit.protocols.shared.fields import Probability
 from debatekit.registry import ProtocolError
 
 
-class Verdict(BaseModel):
+class JudgeVerdict(BaseModel):
     """A judge's decision: its reasoning, the letter it picks, and how likely that pick is right."""
+
+    model_config = ConfigDict(title="Verdict")  # its name in the response format, so in every request and cache key
 
     # The pick is the verdict. A probability below 0.5 for the chosen answer (the embedded model
     # writes `Probability: 0` beside a clear `Answer: B`), or none at all, states no usable
@@ -32,7 +34,7 @@ class Verdict(BaseModel):
     stated: SkipJsonSchema[float | None] = None
 
     @model_validator(mode="after")
-    def _undecided_below_half(self) -> "Verdict":
+    def _undecided_below_half(self) -> "JudgeVerdict":
         if "stated" not in self.model_fields_set:  # JSON: the number it wrote is the one read
             self.stated = self.probability
         if self.probability < 0.5:
@@ -44,13 +46,13 @@ class Verdict(BaseModel):
 def verdict_model(shown: tuple[str, str], answer_format: str) -> type[BaseModel]:
     """The judge's reply model for candidates shown as A and B (text replies also match their wording)."""
     if answer_format == "json":
-        return Verdict
+        return JudgeVerdict
 
-    class TextVerdict(Verdict):
+    class TextJudgeVerdict(JudgeVerdict):
         repair_prompt: ClassVar[str] = P.VERDICT_REPAIR
 
         @classmethod
-        def from_text(cls, text: str) -> Verdict:
+        def from_text(cls, text: str) -> JudgeVerdict:
             # the verdict must be stated (an `Answer:` line), not guessed from prose ("no idea" is not "no")
             letter = extract.extract("choice", text, list(shown)) if extract.MARKER.search(text) else None
             if letter not in ("A", "B"):
@@ -58,7 +60,7 @@ def verdict_model(shown: tuple[str, str], answer_format: str) -> type[BaseModel]
             chance = extract.probability(text)
             return cls(thinking=text, answer=letter, probability=0.5 if chance is None else chance, stated=chance)
 
-    return TextVerdict
+    return TextJudgeVerdict
 
 
 def verdict_request(answer_format: str) -> tuple[str, str]:
