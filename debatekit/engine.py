@@ -30,7 +30,7 @@ from debatekit.datasets.voting import answers_equal
 from debatekit.models.cache import prompt_hash
 from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
 from debatekit.models.providers import CALL_CONTEXT
-from debatekit.records.schemas import CallEvent, RoundRecord, Usage, Verdict
+from debatekit.records.schemas import CallEvent, DebateVerdict, RoundRecord, Usage
 from debatekit.records.trace import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]
@@ -96,8 +96,8 @@ class Shown:
     answer: Any = None
 
 
-class Outcome(Verdict):
-    """What a protocol returns for one debate (the `Verdict` fields a debate record keeps); the
+class Outcome(DebateVerdict):
+    """What a protocol returns for one debate (the `DebateVerdict` fields a debate record keeps); the
     runner adds status, scoring against the truth, rounds, usage and the trace."""
 
 

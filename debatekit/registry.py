@@ -67,30 +67,55 @@ class Node:
     params: Callable[[dict], dict] = lambda state: {}
 
 
+@dataclass(frozen=True)
+class Views:
+    """How a protocol shows its results in its own terms; a protocol without one gets the generic view.
+
+    Attributes:
+        run: `run(run_dir) -> str`, the extra lines `debatekit run` prints for a finished run
+            folder (the protocol's own scores).
+        debate: `debate(record, item_folder) -> str`, the text `debatekit show` prints for one
+            finished debate.
+        review: `review(item_folder) -> lines`, what a human reviewer reads of one escalated debate
+            (`debatekit review --show`).
+    """
+
+    run: Callable[[Path], str] | None = None
+    debate: Callable[[Any, Path | None], str] | None = None
+    review: Callable[[Path], list[str]] | None = None
+
+
+@dataclass(frozen=True)
+class Role:
+    """A protocol's part in sweep reports.
+
+    Attributes:
+        baseline: "single" (the one-agent reference the others are paired against), "equal_budget"
+            (a non-debate baseline matched to debates at equal token budget), None (a debate).
+        label: its name in sweep figure labels (default: the protocol's name).
+    """
+
+    baseline: Literal["single", "equal_budget"] | None = None
+    label: str | None = None
+
+
 @dataclass
 class ProtocolSpec:
     name: str
     factory: Callable[..., Solver]
     item_model: type[BaseModel]
     description: str
-    report: Callable[[Any], str] | None = None
-    """Extra lines `debatekit run` prints for a finished run folder (the protocol's own scores)."""
     node: Node | None = None
     """Its form as a workflow-graph node, if it has one."""
     output: type[BaseModel] | None = None
     """The shape of `Outcome.output`, checked on every debate before it is written."""
-    review: Callable[[Any], list[str]] | None = None
-    """Lines a human reviewer reads of one escalated debate, from its folder (`debatekit review --show`)."""
     flags: dict[str, str | None] = field(default_factory=dict)
     """The parameter a CLI flag sets (`{"rounds": "max_rounds"}`; None: the flag does not apply);
     by default `--agents`/`--rounds` set the parameter of the same name."""
-    debate_report: Callable[[Any, Any], str] | None = None
-    """`debate_report(record, item_folder)`: the text `debatekit show` prints for one finished debate."""
-    baseline: Literal["single", "equal_budget"] | None = None
-    """Its role in sweep reports: "single" (the one-agent reference the others are paired against),
-    "equal_budget" (a non-debate baseline matched to debates at equal token budget), None (a debate)."""
-    short: str | None = None
-    """Its name in sweep figure labels (default: the name)."""
+    views: Views = Views()
+    """Its own views of a run, a debate and an escalated debate."""
+    role: Role = Role()
+    """Its part in sweep reports: a baseline or a debate, and its label."""
     paper: str | None = None
     """The paper or seed it implements, in a few words (`Du et al. 2023`, `seed 002`)."""
     stop_reasons: dict[str, str] = field(default_factory=dict)
@@ -104,7 +129,7 @@ class ProtocolSpec:
     @property
     def label(self) -> str:
         """The short name sweep reports use for it."""
-        return self.short or self.name
+        return self.role.label or self.name
 
     def flag(self, name: str) -> str | None:
         """The parameter `--NAME N` sets for this protocol, or None."""
@@ -217,24 +242,23 @@ def model_strings(value) -> list[str]:
     return [v for v in values if isinstance(v, str)]
 
 
-def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], str] | None = None,
-             node: Node | None = None, output: type[BaseModel] | None = None,
-             flags: dict[str, str | None] | None = None,
-             review: Callable[[Any], list[str]] | None = None,
-             debate_report: Callable[[Any, Any], str] | None = None,
-             baseline: Literal["single", "equal_budget"] | None = None, short: str | None = None,
-             stop_reasons: dict[str, str] | None = None, paper: str | None = None):
-    """Register a protocol factory under `name`; `item` is the model its dataset rows must fit;
-    `report(run_dir) -> str` (optional) summarizes a finished run in the protocol's own terms;
-    `node` (optional) lets `debatekit.node` run it over a workflow state; `output` (optional) is
-    the pydantic model of its `Outcome.output`, listed by `debatekit protocols --schema NAME`;
-    `flags` says which parameter `--agents` and
-    `--rounds` set; `review(folder) -> lines` what a human reviewer reads of an escalated debate;
-    `debate_report(record, item_folder) -> str` what `debatekit show` prints for one debate;
-    `baseline` its role in sweep reports ("single", "equal_budget" or None for a debate);
-    `short` its name in sweep figure labels; `stop_reasons` its own stop reasons (name -> meaning)
-    beside the shared `engine.STOP_REASONS`; `paper` the paper or seed it implements, in a few
-    words (the first column of `debatekit protocols`; its module docstring says the rest).
+def protocol(name: str, item: type[BaseModel] = Item, *, output: type[BaseModel] | None = None,
+             node: Node | None = None, flags: dict[str, str | None] | None = None, views: Views = Views(),
+             role: Role = Role(), stop_reasons: dict[str, str] | None = None, paper: str | None = None):
+    """Register a protocol factory under `name`.
+
+    Args:
+        name: the name runs, grids and `debatekit run PROTOCOL` use.
+        item: the model its dataset rows must fit.
+        output: the pydantic model of its `Outcome.output`, checked on every debate and listed by
+            `debatekit protocols --schema NAME`.
+        node: lets `debatekit.node` run it over a workflow state.
+        flags: which parameter `--agents` and `--rounds` set.
+        views: its own views of a finished run, of one debate and of an escalated debate.
+        role: its part in sweep reports (a baseline or a debate) and its label in sweep figures.
+        stop_reasons: its own stop reasons (name -> meaning) beside the shared `engine.STOP_REASONS`.
+        paper: the paper or seed it implements, in a few words (the first column of
+            `debatekit protocols`; its module docstring says the rest).
 
     Shared parameter names: `agents` (the agents' names), `models` (agent name -> model),
     `judge_model` (the model of the judging or arbitrating agent), `rounds` (see `flags`).
@@ -250,9 +274,8 @@ def protocol(name: str, item: type[BaseModel] = Item, report: Callable[[Any], st
                                 f"{describe(known.source)}; rename one of them")
         _protocols[name] = ProtocolSpec(
             name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
-            report=report, node=node, output=output, review=review, flags=flags or {},
-            debate_report=debate_report, baseline=baseline, short=short, stop_reasons=stop_reasons or {},
-            source=dict(source), paper=paper)
+            node=node, output=output, flags=flags or {}, views=views, role=role,
+            stop_reasons=stop_reasons or {}, source=dict(source), paper=paper)
         return factory
 
     return register
@@ -274,7 +297,7 @@ def _origin(source: dict[str, Any]) -> tuple:
 
 
 BUILTIN = tuple(f"debatekit.protocols.{name}" for name in (
-    "arbitration", "baselines", "chateval", "consultancy", "cross_critique", "dynamics", "judge_refine",
+    "arbitration", "baselines", "chateval", "cross_critique", "dynamics", "judge_refine",
     "judged_debate", "mad", "patch_debate", "reconcile", "society_of_mind"))
 """The built-in protocols' modules, loaded by name on first lookup as plugins are (each registers
 its protocols when imported), so that the registry imports nothing above it."""
@@ -355,11 +378,11 @@ def _load_file(reference: str) -> ProtocolSpec:
     return found
 
 
-def review_hook(name: str) -> Callable[[Path], list[str]] | None:
-    """What protocol `name` shows a human reviewer of one escalated debate, from the debate's
-    folder (`ProtocolSpec.review`), or None (also for a protocol that is not registered)."""
+def views_of(name: str) -> Views:
+    """Protocol `name`'s own views (`ProtocolSpec.views`); none for a protocol that is not registered
+    (the protocol of an old run, say)."""
     spec = find(name)
-    return spec.review if spec is not None else None
+    return spec.views if spec is not None else Views()
 
 
 def get(name: str) -> ProtocolSpec:

@@ -97,7 +97,7 @@ def protocol_page(spec, protocols) -> str:
     module = sys.modules[spec.factory.__module__]
     lines = [f"# {spec.name}", "", spec.description, "",
              f"**Paper or seed:** {protocols.paper(spec)} · **module:** `{spec.factory.__module__}`"
-             + (f" · **label in sweep figures:** {spec.short}" if spec.short else ""), "",
+             + (f" · **label in sweep figures:** {spec.role.label}" if spec.role.label else ""), "",
              "```bash", f"debatekit protocols {spec.name}   # the same parameters in the terminal", "```", "",
              "## Parameters", "", "| parameter | default | type | set by |", "|---|---|---|---|"]
     lines += [f"| `{r['name']}` | `{r['default']}` | {_cell(r['type'])} | {r['flag'] and '`' + r['flag'] + '`'} |"

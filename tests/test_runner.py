@@ -148,7 +148,7 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
     from debatekit.datasets import Item
     from debatekit.engine import Debate, Outcome
     from debatekit.models.gateway import Gateway
-    from debatekit.records.schemas import DebateRecord, Verdict
+    from debatekit.records.schemas import DebateRecord, DebateVerdict
     from debatekit.runner import _debate
 
     decided = Outcome(final_answer=4, correct=False, score=0.25, converged=False, needs_human_review=True,
@@ -160,8 +160,8 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
     item = Item(id="i1", question="q?", answer=3)
     debate = Debate(item, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d")
     record = asyncio.run(_debate(solver, item, debate, "custom"))
-    assert {k: getattr(record, k) for k in Verdict.model_fields} == decided.model_dump()
-    assert set(Outcome.model_fields) == set(Verdict.model_fields) < set(DebateRecord.model_fields)
+    assert {k: getattr(record, k) for k in DebateVerdict.model_fields} == decided.model_dump()
+    assert set(Outcome.model_fields) == set(DebateVerdict.model_fields) < set(DebateRecord.model_fields)
     # what the runner derives when the protocol leaves it open: correctness against the truth, the score
     record = asyncio.run(_debate(lambda item, debate: _outcome(Outcome(final_answer=3)), item, debate, "custom"))
     assert (record.correct, record.score, record.escalated_to) == (True, 1.0, None)

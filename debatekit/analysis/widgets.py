@@ -251,7 +251,7 @@ def review_form(run_dir: Path | str):
     def show(*_) -> None:
         entry = next((q for q in queue(run_dir) if q.item_id == item.value), None)
         try:
-            details.value = ("<pre>" + html.escape(describe(run_dir, entry, registry.review_hook(entry.protocol)))
+            details.value = ("<pre>" + html.escape(describe(run_dir, entry, registry.views_of(entry.protocol).review))
                              + "</pre>" if entry else "<i>nothing pending</i>")
         except RunFolderError as exc:
             details.value = html.escape(str(exc))

@@ -296,7 +296,7 @@ def protocol_report(result) -> str:
     """The protocol's own summary of the run (stage F1 of patch_debate, resolution accuracy of arbitration)."""
     from debatekit import registry
 
-    report = registry.get(result.record.config.protocol).report
+    report = registry.get(result.record.config.protocol).views.run
     text = report(result.path) if report else ""
     return f"\n{result.record.config.protocol}: {text.rstrip()}\n\n" if text else ""
 

@@ -72,4 +72,4 @@ def _describe(run_dir: Path, entry) -> str:
     from debatekit import registry
     from debatekit.records import review
 
-    return review.describe(run_dir, entry, registry.review_hook(entry.protocol))
+    return review.describe(run_dir, entry, registry.views_of(entry.protocol).review)

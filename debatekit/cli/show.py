@@ -1,6 +1,6 @@
 """`debatekit show RUN_DIR [ITEM] [--transcript]`: one debate of a run, printed for reading.
 
-A protocol registered with `debate_report(record, folder) -> str` prints its own report (for
+A protocol registered with `views=Views(debate=...)` prints its own report (for
 judge_refine, the seed's report); any other protocol gets the generic view: rounds with each
 agent's answer and the round data, the outcome, the stop reason and the usage. Without ITEM,
 a one-line-per-item list of the run and, for a debate of several agents over several rounds, its
@@ -65,11 +65,10 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
 
 
 def protocol_report(name: str) -> Callable | None:
-    """The protocol's registered `debate_report(record, folder)`, if it has one (None for an unknown protocol)."""
+    """The protocol's registered `Views.debate(record, folder)`, if it has one (None for an unknown protocol)."""
     from debatekit import registry
 
-    spec = registry.find(name)
-    return spec.debate_report if spec else None
+    return registry.views_of(name).debate
 
 
 def item_list(debates: list[DebateRecord]) -> str:

@@ -188,10 +188,13 @@ def response_format(output: type[BaseModel]) -> dict:
 
 @functools.lru_cache(maxsize=256)
 def _response_format_text(output: type[BaseModel]) -> str:
-    # model_json_schema costs ~0.3 ms per call; a model's schema does not change, so build it once
+    # model_json_schema costs ~0.3 ms per call; a model's schema does not change, so build it once.
+    # Its title (the class name unless the model sets one) names it, so renaming a class in code
+    # changes neither the request nor its cache key.
+    schema = output.model_json_schema()
     return json.dumps({
         "type": "json_schema",
-        "json_schema": {"name": output.__name__, "schema": output.model_json_schema(), "strict": False},
+        "json_schema": {"name": schema.get("title", output.__name__), "schema": schema, "strict": False},
     })
 
 

@@ -11,10 +11,10 @@ from debatekit.engine import Outcome, TieBreak, tie_seed
 from debatekit.protocols.shared import samples as samples_of
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, first_messages, spec_for
 from debatekit.protocols.shared.personas import describe
-from debatekit.registry import protocol
+from debatekit.registry import Role, protocol
 
 
-@protocol("single", paper="baseline", baseline="single")
+@protocol("single", paper="baseline", role=Role(baseline="single"))
 def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
            persona: str | None = None):
     """One agent answers once; `persona` a catalogue name or a description (`protocols.shared.personas`)."""
@@ -32,7 +32,7 @@ def single(temperature: float = 0.7, answer: AnswerKind = "auto", answer_format:
     return run
 
 
-@protocol("self_consistency", paper="Wang et al. 2022", baseline="equal_budget", short="SC")
+@protocol("self_consistency", paper="Wang et al. 2022", role=Role(baseline="equal_budget", label="SC"))
 def self_consistency(samples: Annotated[int, Field(ge=1)] = 6, temperature: float = 0.7,
                      answer: AnswerKind = "auto", answer_format: AnswerFormat = DEFAULT_FORMAT,
                      tie_break: TieBreak = "first", reuse: str | None = None):

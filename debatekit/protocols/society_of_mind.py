@@ -57,7 +57,7 @@ from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, An
                                                 spec_for)
 from debatekit.protocols.shared.personas import personas_of
 from debatekit.protocols.shared.topology import Topology, resolve
-from debatekit.registry import protocol
+from debatekit.registry import Role, protocol
 
 Update = Literal["debate", "conformist", "follower"]
 
@@ -71,7 +71,7 @@ class SocietyOutput(BaseModel):
                                                        "it reads.")
 
 
-@protocol("society_of_mind", paper="Du et al. 2023", output=SocietyOutput, short="SoM")
+@protocol("society_of_mind", paper="Du et al. 2023", output=SocietyOutput, role=Role(label="SoM"))
 def society_of_mind(
     agents: Agents = 3,
     rounds: Annotated[int, Field(ge=1, le=10)] = 2,

@@ -2,7 +2,7 @@
 what a reader is shown of them.
 
 - `schemas`: `RunConfig`, `RunRecord` (run.json), `DebateRecord` (debates.jsonl), `CallEvent`
-  (events.jsonl), `RoundRecord`, `Usage`, `Verdict`.
+  (events.jsonl), `RoundRecord`, `Usage`, `DebateVerdict`.
 - `trace`: `RunFolder`, atomic writes, whole-line JSONL reads, item folder names.
 - `transcript`: a debate as text or HTML, call by call.
 - `review`: the human-review queue and verdicts kept beside a run.
@@ -10,9 +10,9 @@ what a reader is shown of them.
 
 from debatekit._base.lazy import exports
 
-__all__ = ["CallEvent", "DebateRecord", "RoundRecord", "RunConfig", "RunFolder", "RunFolderError", "RunRecord",
-           "Usage", "Verdict", "read_jsonl"]
+__all__ = ["CallEvent", "DebateRecord", "DebateVerdict", "RoundRecord", "RunConfig", "RunFolder", "RunFolderError",
+           "RunRecord", "Usage", "read_jsonl"]
 __getattr__, __dir__ = exports(__name__, {
-    **dict.fromkeys(("CallEvent", "DebateRecord", "RoundRecord", "RunConfig", "RunRecord", "Usage", "Verdict"),
+    **dict.fromkeys(("CallEvent", "DebateRecord", "DebateVerdict", "RoundRecord", "RunConfig", "RunRecord", "Usage"),
                     "schemas"),
     **dict.fromkeys(("RunFolder", "RunFolderError", "read_jsonl"), "trace")})

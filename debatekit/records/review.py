@@ -23,7 +23,7 @@ from debatekit.records.trace import RunFolder, RunFolderError, inside, read_json
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")
-Verdict = Literal["approve", "reject", "revise"]
+ReviewVerdict = Literal["approve", "reject", "revise"]
 
 
 class ReviewItem(BaseModel):
@@ -45,7 +45,7 @@ class Review(BaseModel):
 
     item_id: str
     debate_id: str
-    verdict: Verdict
+    verdict: ReviewVerdict
     note: str = ""
     reviewer: str = ""
     ts: float
@@ -127,7 +127,7 @@ def record_verdict(run_dir: Path | str, item_id: str, verdict: str, note: str = 
 
 def describe(run_dir: Path | str, entry: ReviewItem, shows: Callable[[Path], list[str]] | None = None) -> str:
     """What a reviewer reads: the escalation, the final answer and what the protocol shows of the
-    debate (`shows`: the protocol's `review` hook, which reads the debate's folder).
+    debate (`shows`: the protocol's `Views.review`, which reads the debate's folder).
 
     Raises:
         RunFolderError: the queue entry's `item_dir` leads out of the run folder.

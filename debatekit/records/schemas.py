@@ -163,7 +163,7 @@ class Usage(BaseModel):
     errors: int = 0
 
 
-class Verdict(BaseModel):
+class DebateVerdict(BaseModel):
     """What a protocol decides about one debate: the fields a protocol returns (`engine.Outcome`)
     and a debate record keeps, defined once."""
 
@@ -179,7 +179,7 @@ class Verdict(BaseModel):
     output: dict[str, Any] = {}
 
 
-class DebateRecord(Verdict):
+class DebateRecord(DebateVerdict):
     """One finished (or explicitly failed) debate over one item: one line of debates.jsonl."""
 
     schema_version: int = SCHEMA_VERSION

@@ -63,7 +63,7 @@ def paired_frame(data) -> pd.DataFrame:
     frame = data.summary.assign(config=labels)
     if frame["config"].nunique() < 2:
         return pd.DataFrame()
-    references = {spec.label for spec in registry.available().values() if spec.baseline == "single"}
+    references = {spec.label for spec in registry.available().values() if spec.role.baseline == "single"}
     baseline = next((label for label in labels if label in references), labels[0])
     return analysis.compare(frame, baseline=baseline, by="config")
 
@@ -81,7 +81,7 @@ def _config_label(row, keys) -> str:
 def _role(protocols: pd.Series) -> pd.Series:
     """Each protocol's baseline role ("single", "equal_budget"), "" for a debate or an unregistered protocol."""
     specs = {name: registry.find(name) for name in protocols.unique()}
-    return protocols.map(lambda name: (specs[name].baseline if specs[name] else None) or "")
+    return protocols.map(lambda name: (specs[name].role.baseline if specs[name] else None) or "")
 
 
 def _is_debate(protocols: pd.Series) -> pd.Series:

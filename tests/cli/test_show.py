@@ -91,7 +91,7 @@ def reporting_protocol():
             return Outcome(final_answer=item.answer)
         return run_one
 
-    registry.protocol("_own_report", debate_report=debate_report)(factory)
+    registry.protocol("_own_report", views=registry.Views(debate=debate_report))(factory)
     yield "_own_report"
     registry._protocols.pop("_own_report", None)
 
@@ -101,8 +101,8 @@ def test_a_protocol_registered_with_a_debate_report_prints_it(tmp_path, arithmet
         tmp_path / "own", progress=False)
     assert main(["show", str(tmp_path / "own"), "q2"]) == 0
     assert capsys.readouterr().out.strip() == "OWN REPORT q2: answer 20, folder None"
-    assert registry.get("judge_refine").debate_report is not None
-    assert registry.get("society_of_mind").debate_report is None
+    assert registry.get("judge_refine").views.debate is not None
+    assert registry.get("society_of_mind").views.debate is None
 
 
 def test_a_debate_whose_calls_all_failed_still_prints(tmp_path, model_from):

@@ -373,3 +373,15 @@ def test_without_the_cache_identical_requests_in_flight_are_each_asked():
                                     gateway.complete("scripted/x", MSG, Num))
 
     assert [c.parsed.answer for c in asyncio.run(both())] == [4, 5] and len(asked) == 2
+
+
+def test_a_reply_models_schema_title_names_its_response_format():
+    """A reply class renamed in code keeps the title its requests were sent (and cached) under."""
+    from debatekit.models.gateway import response_format
+    from debatekit.protocols.arbitration import ArbitrationVerdict
+    from debatekit.protocols.judged_debate.judging import verdict_model
+
+    assert response_format(Num)["json_schema"]["name"] == "Num"
+    for model in (ArbitrationVerdict, verdict_model(("yes", "no"), "json")):
+        fmt = response_format(model)["json_schema"]
+        assert fmt["name"] == fmt["schema"]["title"] == "Verdict"

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from debatekit.models.scripted import Fault
-from debatekit.protocols.consultancy import consultancy_report
+from debatekit.protocols.judged_debate.consultancy import consultancy_report
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get
 from debatekit.runner import run

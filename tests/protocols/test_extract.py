@@ -404,7 +404,7 @@ def test_an_earlier_marker_is_read_when_the_last_names_no_answer(kind, choices, 
 
 
 def test_the_judges_verdict_is_read_past_a_closing_explanation():
-    from debatekit.protocols.judged_debate.common import verdict_model
+    from debatekit.protocols.judged_debate.judging import verdict_model
 
     verdict = verdict_model(("no", "yes"), "text").from_text(JUDGE_REPLY)
     assert verdict.answer == "B" and verdict.probability == 0.5

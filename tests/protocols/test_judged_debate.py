@@ -7,7 +7,8 @@ import pytest
 from debatekit.cli.app import main
 from debatekit.datasets import DatasetError, Item
 from debatekit.models.scripted import Fault
-from debatekit.protocols.judged_debate.common import check_quotes, normalize, setup_for, truncate
+from debatekit.protocols.judged_debate.items import setup_for
+from debatekit.protocols.judged_debate.quotes import check_quotes, normalize, truncate
 from debatekit.protocols.shared import extract
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import ProtocolError, get

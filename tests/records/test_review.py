@@ -27,7 +27,7 @@ def escalating_protocol():
                            escalation_reason="odd answer" if odd else None)
         return run_one
 
-    registry.protocol("_escalate_odd", review=review_lines)(factory)
+    registry.protocol("_escalate_odd", views=registry.Views(review=review_lines))(factory)
     yield "_escalate_odd"
     registry._protocols.pop("_escalate_odd", None)
 

@@ -62,7 +62,7 @@ def test_baseline_roles_and_short_labels_come_from_the_protocol_spec():
 
     from debatekit import registry
 
-    registry.protocol("_matched", baseline="equal_budget", short="M")(lambda: None)
+    registry.protocol("_matched", role=registry.Role(baseline="equal_budget", label="M"))(lambda: None)
     try:
         names = pd.Series(["single", "self_consistency", "society_of_mind", "_matched", "no_longer_registered"])
         assert list(report._role(names)) == ["single", "equal_budget", "", "equal_budget", ""]

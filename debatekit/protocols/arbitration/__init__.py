@@ -32,7 +32,7 @@ from debatekit.protocols.arbitration.contradictions import Citation, Contradicti
 from debatekit.protocols.arbitration.scoring import TruthEntry, run_report, score_resolutions, score_values
 from debatekit.protocols.shared.fields import Probability
 from debatekit.protocols.shared.personas import describe
-from debatekit.registry import Node, protocol
+from debatekit.registry import Node, Views, protocol
 
 
 class SourceDocument(BaseModel):
@@ -57,8 +57,10 @@ class ArbitrationItem(BaseModel):
     truth: list[TruthEntry] = []
 
 
-class Verdict(BaseModel):
+class ArbitrationVerdict(BaseModel):
     """The arbitrator's decision on one contradiction (the seed's output format)."""
+
+    model_config = ConfigDict(title="Verdict")  # its name in the response format, so in every request and cache key
 
     max_reply_tokens: ClassVar[int] = 320
 
@@ -138,7 +140,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
             "debate_results": outcome.output["debate_results"]}
 
 
-@protocol("arbitration", paper="seed 001", item=ArbitrationItem, report=run_report,
+@protocol("arbitration", paper="seed 001", item=ArbitrationItem, views=Views(run=run_report),
           node=Node(_node_item, _node_result, _node_params), output=ArbitrationOutput,
           stop_reasons={"complete": "every contradiction found was arbitrated",
                         "skipped": "the reports had no contradiction to arbitrate"})
@@ -223,7 +225,7 @@ async def arbitrate(reports: list[Report], debate, *, rules: Rules | None = None
     for number, batch in enumerate(batches, 1):
         turns = await debate.gather(debate.ask(
             "arbitrator", [{"role": "user", "content": arbitrator_prompt(
-                c, documents, authority, prefer_fresher, show_sources)}], Verdict,
+                c, documents, authority, prefer_fresher, show_sources)}], ArbitrationVerdict,
             phase="arbitrate", round=number, model=model, temperature=temperature) for c in batch)
         verdicts += [check(c, t.parsed.model_dump() if t.ok else None, t.error) for c, t in zip(batch, turns)]
         if len(batches) > 1:

@@ -65,7 +65,7 @@ from debatekit.protocols.chateval.prompts import SUMMARIZER, Said
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.shared.personas import describe
 from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Role, protocol
 
 Strategy = Literal["one_by_one", "simultaneous", "simultaneous_summarizer"]
 NUMERIC = ("integer", "number")
@@ -82,7 +82,7 @@ class ChatEvalOutput(BaseModel):
     """The summarizer's running summary after each round but the last (simultaneous_summarizer)."""
 
 
-@protocol("chateval", paper="Chan et al. 2023", output=ChatEvalOutput, short="ChatEval")
+@protocol("chateval", paper="Chan et al. 2023", output=ChatEvalOutput, role=Role(label="ChatEval"))
 def chateval(
     agents: Agents = 3,
     rounds: Annotated[int, Field(ge=1, le=10)] = 2,

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -31,9 +30,10 @@ from debatekit.engine import Outcome, Phase
 from debatekit.protocols.cross_critique import checks, prompts as P, rules as rule_engine
 from debatekit.protocols.cross_critique.checks import Open
 from debatekit.protocols.cross_critique.judge import judge
+from debatekit.protocols.cross_critique.params import Params
 from debatekit.protocols.cross_critique.review import review_lines
 from debatekit.protocols.shared.fields import Probability
-from debatekit.registry import Node, ProtocolError, protocol
+from debatekit.registry import Node, ProtocolError, Views, protocol
 
 # --- dataset item ---------------------------------------------------------------------------
 
@@ -155,7 +155,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
 
 
 @protocol("cross_critique", paper="seed 000", item=LegalItem, node=Node(_node_item, _node_result),
-          output=CrossCritiqueOutput, flags={"agents": None, "rounds": "max_rounds"}, review=review_lines)
+          output=CrossCritiqueOutput, flags={"agents": None, "rounds": "max_rounds"}, views=Views(review=review_lines))
 def cross_critique(
     agents: list[str] = ["NLA", "ALA"],
     persona_prompts: dict[str, str] = {},
@@ -178,6 +178,7 @@ def cross_critique(
     judge_model: str | None = None,
 ):
     """Two legal agents (NLA, ALA) answer, cross-critique and revise; supervisor synthesis, judge score."""
+    params = dict(locals())  # the parameters, before any other name is bound
     known = {**P.PERSONAS, **persona_prompts}
     if unknown := [p for p in agents if p not in known]:
         raise ProtocolError(f"cross_critique: unknown persona {', '.join(map(repr, unknown))}; known: "
@@ -187,8 +188,7 @@ def cross_critique(
         raise ProtocolError("cross_critique: needs at least 2 agents with distinct alphanumeric names")
     if min_rounds > max_rounds:
         raise ProtocolError(f"cross_critique: min_rounds ({min_rounds}) exceeds max_rounds ({max_rounds})")
-    cfg = SimpleNamespace(**locals(), prompts={a: known[a] for a in agents},
-                          rule_set=rule_engine.load(rules) if rules else [])
+    cfg = Params(**params, prompts={a: known[a] for a in agents}, rule_set=rule_engine.load(rules) if rules else [])
 
     async def run(item, debate) -> Outcome:
         return await Session(cfg, item, debate).run()
@@ -199,7 +199,7 @@ def cross_critique(
 class Session:
     """One debate: the agents' latest answers, the standing critiques and what the checks found."""
 
-    def __init__(self, cfg, item: LegalItem, debate):
+    def __init__(self, cfg: Params, item: LegalItem, debate):
         self.cfg, self.item, self.debate = cfg, item, debate
         self.fired = rule_engine.evaluate(cfg.rule_set, item.facts) if item.facts else []
         self.valid = {p.id for p in item.context} | {r.id for r in self.fired}

@@ -11,8 +11,8 @@ when the breaker fired, `circuit_breaker.json`. Pure rules live in `dynamics_rul
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Annotated, Literal
 
 from pydantic import Field
@@ -24,10 +24,11 @@ from debatekit.protocols.dynamics import prompts as P
 from debatekit.protocols.dynamics.log import breaker_report, debate_log
 from debatekit.protocols.dynamics.models import (Decision, DynamicsOutput, Position, Rebuttal, Route, Synthesis, Vote,
                                                  answer, describe, letter, stance)
+from debatekit.protocols.dynamics.params import Params
 from debatekit.protocols.dynamics.retrieval import KnowledgeBase, Retriever, chunk_ref, citations
-from debatekit.protocols.dynamics.rules import (LETTERS, BreakerLimits, Convergence, Escalation, Thresholds, breaker,
-                                                convergence, council_verdict, escalate, fallback_synthesis,
-                                                option_letter, stance_hash)
+from debatekit.protocols.dynamics.rules import (LETTERS, BreakerLimits, BreakerReason, Convergence, Escalation,
+                                                Thresholds, breaker, convergence, council_verdict, escalate,
+                                                fallback_synthesis, option_letter, stance_hash)
 from debatekit.protocols.shared.fields import caps
 from debatekit.records.trace import now
 from debatekit.registry import Node, protocol
@@ -94,7 +95,7 @@ def dynamics(
     `text_caps=false` sends the reply models without their character caps (`fields.uncapped`): the
     run's `--max-tokens` is then the only bound on a reply.
     """
-    cfg = SimpleNamespace(**locals(), out=caps(text_caps))
+    cfg = Params(**locals(), out=caps(text_caps))
 
     async def run(item, debate) -> Outcome:
         return await Session(cfg, item, debate).run()
@@ -102,14 +103,35 @@ def dynamics(
     return run
 
 
+@dataclass
+class Loop:
+    """The state of the rounds loop between round attempts."""
+
+    agents: list[str]
+    single: bool
+    """One agent answers alone (routed that way)."""
+    conv: Convergence = field(default_factory=lambda: Convergence(None))
+    hashes: list[str] = field(default_factory=list)
+    """Each valid round's stance hash (the breaker's loop check)."""
+    done: int = 0
+    """Valid rounds so far."""
+    iteration: int = 0
+    refinements: int = 0
+    valid: bool = False
+    """The latest attempt had enough usable positions."""
+    positions: dict[str, Position] = field(default_factory=dict)
+    partial: list[str] = field(default_factory=list)
+    breaker: BreakerReason | None = None
+
+
 class Session:
     """One debate of the protocol: its state between rounds and the debate log it builds."""
 
-    def __init__(self, cfg, item: Decision, debate):
+    def __init__(self, cfg: Params, item: Decision, debate):
         scale = cfg.time_scale  # every time limit of the seed, stretched for a slow model
         if scale == "auto":
             scale = policy(debate.model).time_scale
-        cfg = SimpleNamespace(**{**vars(cfg), "time_scale": scale, **{k: getattr(cfg, k) * scale for k in TIME_LIMITS}})
+        cfg = replace(cfg, time_scale=scale, **{k: getattr(cfg, k) * scale for k in TIME_LIMITS})
         self.cfg, self.item, self.debate = cfg, item, debate
         folder = Path(cfg.knowledge_dir or datasets_dir() / "knowledge") / item.knowledge
         self.rag = Retriever(KnowledgeBase.from_folder(folder), cfg.rag_max_queries, cfg.rag_timeout_s, cfg.rag_top_k)
@@ -183,8 +205,7 @@ class Session:
     async def rounds_loop(self, agents: list[str], single: bool) -> tuple[Convergence, str | None]:
         """Rounds on the engine until convergence or a circuit-breaker trigger; the last convergence and trigger."""
         c, d = self.cfg, self.debate
-        self.loop = SimpleNamespace(agents=agents, single=single, conv=Convergence(None), hashes=[], done=0,
-                                    iteration=0, refinements=0, valid=False, positions={}, partial=[], breaker=None)
+        self.loop = Loop(agents, single)
         self.breaker_limits = BreakerLimits(c.max_rounds, c.max_iterations, c.max_refinements, c.total_timeout_s,
                                             c.loop_repeats)
         reason = await d.rounds(self.round, c.max_iterations, stop=[self.single_answer, self.converged, self.broken])

@@ -16,7 +16,6 @@ in `items/<id>/judge_round<r>.json`. The final hypothesis is the best-scored of 
 from __future__ import annotations
 
 import warnings
-from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -24,11 +23,12 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from debatekit.engine import Outcome, plateau
 from debatekit.models.budget import reply_tokens
 from debatekit.protocols.judge_refine import hypotheses as logic
+from debatekit.protocols.judge_refine.params import Params
 from debatekit.protocols.judge_refine.prompts import (FOCUS, GRADE_PROMPT, JUDGE_SYSTEM, initial_prompt, judge_prompt,
                                                       messages, refine_prompt)
 from debatekit.protocols.judge_refine.report import report
 from debatekit.protocols.shared.fields import Probability, caps
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Views, protocol
 
 Category = Literal["hardware", "software", "network", "config", "resource"]
 
@@ -124,7 +124,7 @@ class JudgeRefineOutput(BaseModel):
 
 
 @protocol("judge_refine", paper="seed 004", item=Incident, output=JudgeRefineOutput,
-          flags={"agents": None}, debate_report=report)
+          flags={"agents": None}, views=Views(debate=report))
 def judge_refine(
     agents: list[str] = ["log_focused", "kg_focused", "hybrid"],
     focus: dict[str, str] = {},
@@ -147,12 +147,14 @@ def judge_refine(
     call's token budget, derived from the schema, grows to match (a string with no cap counts
     `budget.UNBOUNDED_STRING` characters). The grader of `score_with_judge` keeps its schema either
     way: it measures the protocol, so a capped and an uncapped run are scored by the same grader."""
+    params = dict(locals())  # the parameters, before any other name is bound
     names, focus_of = _reasoners(agents, focus)
     if "judge" in models and "judge" not in names:
         warnings.warn("judge_refine: models['judge'] is now judge_model; the old key goes in the next release",
                       DeprecationWarning, stacklevel=2)
-        judge_model = judge_model or models["judge"]
-    cfg = SimpleNamespace(**locals(), hyp_model=hypotheses_model(hypotheses), out=caps(text_caps))
+        params["judge_model"] = judge_model or models["judge"]
+    cfg = Params(**params, names=names, focus_of=focus_of, hyp_model=hypotheses_model(hypotheses),
+                 out=caps(text_caps))
 
     async def run(item, debate) -> Outcome:
         return await Session(cfg, item, debate).run()
@@ -163,7 +165,7 @@ def judge_refine(
 class Session:
     """One debate: each reasoner's best scored hypothesis so far and the seed's per-round output."""
 
-    def __init__(self, cfg, item: Incident, debate):
+    def __init__(self, cfg: Params, item: Incident, debate):
         self.cfg, self.item, self.debate = cfg, item, debate
         self.tops: dict[str, dict] = {}  # each reasoner's best hypothesis of its latest scored round
         self.rounds_out: list[dict] = []

@@ -65,14 +65,16 @@ from pydantic import Field
 
 from debatekit.engine import Outcome
 from debatekit.protocols.judged_debate import prompts as P
-from debatekit.protocols.judged_debate.common import (NAMES, CandidateKind, EvidenceItem, JudgedOutput,
-                                                      advocate_messages, advocate_system, advocate_turn, argument_model,
-                                                      check_quotes, decide, judge, judge_prompt, order_report, render,
-                                                      setup_for, truncate)
+from debatekit.protocols.judged_debate.advocates import (advocate_messages, advocate_system, advocate_turn, argument_model,
+                                                         render)
+from debatekit.protocols.judged_debate.items import CandidateKind, EvidenceItem, setup_for
+from debatekit.protocols.judged_debate.judging import JudgedOutput, decide, judge, judge_prompt, order_report
+from debatekit.protocols.judged_debate.quotes import check_quotes, truncate
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Role, Views, protocol
 
 AGENTS = ("debater_a", "debater_b")
+NAMES = ("Debater A", "Debater B")
 KEYS = ("a", "b")
 
 
@@ -86,8 +88,8 @@ class DebateOutput(JudgedOutput):
     """Arguments that could not be read ("round 2 debater_b")."""
 
 
-@protocol("judged_debate", paper="Khan et al. 2024", item=EvidenceItem, output=DebateOutput, report=order_report,
-          short="JD")
+@protocol("judged_debate", paper="Khan et al. 2024", item=EvidenceItem, output=DebateOutput,
+          views=Views(run=order_report), role=Role(label="JD"))
 def judged_debate(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     turns: Literal["simultaneous", "sequential"] = "simultaneous",
@@ -185,4 +187,4 @@ class Exchange:
                             who=P.DEBATE_WHO.format(name_a=NAMES[0], name_b=NAMES[1]))
 
 
-from debatekit.protocols.judged_debate import blind  # noqa: E402,F401  (registers blind_judge)
+from debatekit.protocols.judged_debate import blind, consultancy  # noqa: E402,F401  (register blind_judge, consultancy)

@@ -17,14 +17,14 @@ from __future__ import annotations
 
 from debatekit.engine import Outcome
 from debatekit.protocols.judged_debate import prompts as P
-from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceItem, JudgedOutput, decide, judge,
-                                                      order_report, setup_for, verdict_request)
+from debatekit.protocols.judged_debate.items import CandidateKind, EvidenceItem, setup_for
+from debatekit.protocols.judged_debate.judging import JudgedOutput, decide, judge, order_report, verdict_request
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
-from debatekit.registry import protocol
+from debatekit.registry import Role, Views, protocol
 
 
 @protocol("blind_judge", paper="Khan et al. 2024 (baseline)", item=EvidenceItem, output=JudgedOutput,
-          report=order_report, baseline="single", short="blind")
+          views=Views(run=order_report), role=Role(baseline="single", label="blind"))
 def blind_judge(
     judge_model: str | None = None,
     both_orders: bool = True,

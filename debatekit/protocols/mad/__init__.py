@@ -55,7 +55,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols.mad import prompts
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.records.schemas import RoundRecord
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Role, protocol
 
 ROLES = ("affirmative", "negative", "moderator")
 
@@ -77,7 +77,7 @@ class MadOutput(BaseModel):
     """The deciding reply's reasoning (the moderator's or the judge's)."""
 
 
-@protocol("mad", paper="Liang et al. 2023", output=MadOutput, short="MAD",
+@protocol("mad", paper="Liang et al. 2023", output=MadOutput, role=Role(label="MAD"),
           stop_reasons={"moderator": "the moderator preferred one answer and ended the debate with it"})
 def mad(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,

@@ -37,7 +37,7 @@ from debatekit.protocols.patch_debate.prompts import ATE_REVIEW, ATSA_REVIEW, EX
 from debatekit.protocols.patch_debate.scoring import stage_report, stage_scores
 from debatekit.protocols.patch_debate.types import (
     AspectTuple, Polarity, ProposedEdit, SentenceLabel, history_line, locate, normalize_term, sentence_label)
-from debatekit.registry import Node, ProtocolError, protocol
+from debatekit.registry import Node, ProtocolError, Views, protocol
 
 
 class GoldAspect(BaseModel):
@@ -110,7 +110,7 @@ def _node_result(state: dict, outcome: Outcome, debate) -> dict:
     return {**state, "patch_debate": {"label": outcome.final_answer, **out, "usage": debate.usage.model_dump()}}
 
 
-@protocol("patch_debate", paper="seed 002", item=AbsaItem, report=stage_report, node=Node(_node_item, _node_result),
+@protocol("patch_debate", paper="seed 002", item=AbsaItem, views=Views(run=stage_report), node=Node(_node_item, _node_result),
           output=PatchDebateOutput,
           stop_reasons={"no_debate": "the first stage's tuples were kept without a debate"})
 def patch_debate(

@@ -65,7 +65,7 @@ from debatekit.protocols.reconcile import convincing as samples_of, prompts
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for
 from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
-from debatekit.registry import ProtocolError, protocol
+from debatekit.registry import ProtocolError, Role, protocol
 
 
 def _training_split(value: object) -> str:
@@ -92,7 +92,7 @@ class ReconcileOutput(BaseModel):
     """Agent -> ids of the training items shown to it as convincing samples (empty when off)."""
 
 
-@protocol("reconcile", paper="Chen et al. 2023", output=ReconcileOutput, short="ReC")
+@protocol("reconcile", paper="Chen et al. 2023", output=ReconcileOutput, role=Role(label="ReC"))
 def reconcile(
     agents: Agents = 3,
     models: Models = [],

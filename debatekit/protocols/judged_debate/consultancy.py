@@ -40,12 +40,13 @@ from pydantic import Field
 
 from debatekit.engine import Outcome, derive_seed
 from debatekit.protocols.judged_debate import prompts as P
-from debatekit.protocols.judged_debate.common import (CandidateKind, EvidenceItem, JudgedOutput, advocate_messages,
-                                                      advocate_system, advocate_turn, argument_model, check_quotes,
-                                                      decide, judge, judge_prompt, order_report, question_model, render,
-                                                      setup_for, truncate)
+from debatekit.protocols.judged_debate.advocates import (advocate_messages, advocate_system, advocate_turn, argument_model,
+                                                         question_model, render)
+from debatekit.protocols.judged_debate.items import CandidateKind, EvidenceItem, setup_for
+from debatekit.protocols.judged_debate.judging import JudgedOutput, decide, judge, judge_prompt, order_report
+from debatekit.protocols.judged_debate.quotes import check_quotes, truncate
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat
-from debatekit.registry import protocol
+from debatekit.registry import Role, Views, protocol
 
 SPEAKERS = [("question", "Judge"), ("consultant", "Consultant")]
 
@@ -78,7 +79,7 @@ def consultancy_report(path) -> str:
 
 
 @protocol("consultancy", paper="Khan et al. 2024", item=EvidenceItem, output=ConsultancyOutput,
-          report=consultancy_report, short="cons")
+          views=Views(run=consultancy_report), role=Role(label="cons"))
 def consultancy(
     rounds: Annotated[int, Field(ge=1, le=10)] = 3,
     interactive: bool = True,
