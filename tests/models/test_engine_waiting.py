@@ -169,3 +169,16 @@ def test_a_run_whose_calls_wait_says_so_on_its_progress_line():
     bar = Bar()
     asyncio.run(main(bar, Waiting()))
     assert bar.said == ["single (waiting for the engine: 3 calls of other processes ahead)", "single"]
+
+
+def test_the_shared_engine_keeps_spare_slots_a_single_process_never_fills(monkeypatch):
+    from debatekit.models.local import engine as local
+
+    made = {}
+    monkeypatch.setattr(local, "engine", lambda name, spare=0: made.setdefault(name, spare))
+    monkeypatch.delenv("DEBATEKIT_LOCAL_SPARE_SLOTS", raising=False)
+    shared_engine._real_engine("m")
+    assert made["m"] == local.SPARE_SLOTS == 2  # a process's gateway sends at most slots() calls at once
+    monkeypatch.setenv("DEBATEKIT_LOCAL_SPARE_SLOTS", "5")
+    shared_engine._real_engine("n")
+    assert made["n"] == 5

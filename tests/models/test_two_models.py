@@ -356,7 +356,7 @@ def test_parts_neither_installed_nor_downloadable_name_the_extra(two_fakes, monk
 
 def test_not_enough_memory_for_both_names_them_before_anything_loads(two_fakes, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "4")
-    need_small = local.KNOWN["fake-small"].size + 4 * local.ctx() * local.KV_BYTES_PER_TOKEN
+    need_small = local.KNOWN["fake-small"].size + (4 + local.spare_slots()) * local.ctx() * local.KV_BYTES_PER_TOKEN
     monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)  # room for one engine, not two
     with pytest.raises(LocalModelError, match=r"^not enough memory to load local/fake-big and local/fake-small: "
                                               r"about .* GiB needed, .* GiB available; free memory, lower "
@@ -409,7 +409,7 @@ def test_a_run_given_its_gateway_or_with_nothing_left_to_do_checks_no_model(two_
 
 def test_in_shared_mode_the_models_the_machine_engine_holds_take_no_new_memory(two_fakes, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "shared")
-    need_small = local.KNOWN["fake-small"].size + local.slots() * local.ctx() * local.KV_BYTES_PER_TOKEN
+    need_small = local.KNOWN["fake-small"].size + (local.slots() + local.spare_slots()) * local.ctx() * local.KV_BYTES_PER_TOKEN
     monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)
     monkeypatch.setattr(shared_engine, "status", lambda: None)  # no engine running: both would load
     with pytest.raises(LocalModelError, match="not enough memory to load local/fake-big and local/fake-small"):

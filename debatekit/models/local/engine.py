@@ -407,9 +407,9 @@ KV_BYTES_PER_TOKEN = 32 * 1024  # an upper bound for the embedded models' f16 KV
 
 def footprint(name: str) -> int:
     """Bytes an engine of local model `name` needs once loaded: its weights and the KV cache of its
-    slots (`slots()` x `ctx()` tokens). The host prompt cache is left out: it is a cap that llama.cpp
-    fills only as prompts arrive and evicts from."""
-    return model_path(name).stat().st_size + slots() * ctx() * KV_BYTES_PER_TOKEN
+    slots (`slots()` and the shared engine's `spare_slots()`, x `ctx()` tokens). The host prompt cache
+    is left out: it is a cap that llama.cpp fills only as prompts arrive and evicts from."""
+    return model_path(name).stat().st_size + (slots() + spare_slots()) * ctx() * KV_BYTES_PER_TOKEN
 
 
 def mem_available() -> int | None:
@@ -502,6 +502,17 @@ def slots() -> int:
     return MORE_SLOTS if fits else FEW_SLOTS
 
 
+SPARE_SLOTS = 2
+
+
+def spare_slots() -> int:
+    """Slots the machine's shared engine keeps beyond `slots()`: $DEBATEKIT_LOCAL_SPARE_SLOTS, default
+    `SPARE_SLOTS` (2). A process sends at most `slots()` calls at once, so one long run never fills
+    them, and a second process's calls start at once instead of waiting for a slot to free (a
+    long generation holds its slot for minutes on 2 cores)."""
+    return int(os.environ.get("DEBATEKIT_LOCAL_SPARE_SLOTS") or SPARE_SLOTS)
+
+
 def unload() -> bool:
     """Drop this process's engines and give their threads back (`cores.release_all`), so that an
     engine loaded later, in this process or in the machine's shared engine, gets the cores again.
@@ -515,12 +526,13 @@ def unload() -> bool:
     return True
 
 
-def engine(name: str = DEFAULT_LOCAL, advice: str = "") -> Engine:
-    """The process's engine for a local model, loaded on first use (assembling weights if needed);
-    `advice` ends the warning printed if other processes' engines hold every core (`cores.claim`)."""
+def engine(name: str = DEFAULT_LOCAL, advice: str = "", spare: int = 0) -> Engine:
+    """The process's engine for a local model, loaded on first use (assembling weights if needed)
+    with `slots()` + `spare` slots; `advice` ends the warning printed if other processes' engines
+    hold every core (`cores.claim`)."""
     path = model_path(name)
     with _lock:
         if path not in _engines:
             ready(name)
-            _engines[path] = Engine(path, slots(), threads=claim_threads(advice))
+            _engines[path] = Engine(path, slots() + spare, threads=claim_threads(advice))
         return _engines[path]

@@ -315,7 +315,9 @@ def _held(path: Path) -> bool:
 # --- daemon ---------------------------------------------------------------------------------
 
 def _real_engine(model: str):
-    return local.engine(model)
+    """The daemon's engine of `model`: `slots()` plus `spare_slots()`, so that another process's calls
+    find a free slot while one process fills its `slots()`."""
+    return local.engine(model, spare=local.spare_slots())
 
 
 class Daemon:
