@@ -6,7 +6,8 @@
 - the committed executed notebooks, rendered by mkdocs-jupyter, their plotly figures (saved as
   plotly JSON) turned into HTML that draws them with the plotly.js of the installed plotly package
   (the site works offline);
-- the figures of committed runs (`results/examples/*.png`) under `figures/`.
+- the figures of committed runs (`results/examples/*.png`) and studies (`results/studies/*/*.png`)
+  under `figures/`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ NOTEBOOKS = {
     "notebooks/study-first10.ipynb": "results/studies/gsm8k-first10/study.ipynb",
 }
 PLOTLY_JS = "assets/plotly.min.js"
+STUDIES = ("gsm8k", "commonsenseqa")
+"""Committed studies whose figures (`paired.png`, `cost.png`) the study page shows, as `figures/study-NAME-FILE`."""
 
 
 def _protocols():
@@ -65,6 +68,9 @@ def on_files(files, config):
         files.append(File(dest, str(rendered), config.site_dir, config.use_directory_urls))
     for png in sorted((ROOT / "results" / "examples").glob("*.png")):
         files.append(File.generated(config, f"figures/{png.name}", abs_src_path=str(png)))
+    for study in STUDIES:
+        for png in sorted((ROOT / "results" / "studies" / study).glob("*.png")):
+            files.append(File.generated(config, f"figures/study-{study}-{png.name}", abs_src_path=str(png)))
     return files
 
 
