@@ -345,6 +345,10 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
             only_config, only_baseline, pairs).
     """
     fig = go.Figure()
+    mixed = table["baseline"].nunique() > 1  # rows against different baselines: each row names its own
+    if mixed:
+        table = table.assign(config=[c if " vs " in str(c) else f"{c} vs {b}"
+                                     for c, b in zip(table["config"], table["baseline"])])
     rows = table.iloc[::-1]  # the first configuration on top
     fig.add_trace(go.Scatter(
         x=rows["difference"], y=rows["config"].astype(str), mode="markers", name="difference",
@@ -362,8 +366,10 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
                            text=f"p={row.p_mcnemar:.2g}{_holm(row)}, n={row.pairs}", showarrow=False,
                            xanchor="left", xshift=8, font=dict(size=11, color="grey"))
     baseline = table["baseline"].iloc[0] if len(table) else "baseline"
-    fig.update_layout(title=title or f"Accuracy difference against {baseline} (paired, 95% bootstrap interval)",
-                      xaxis_title=f"accuracy minus {baseline}'s on the same items", yaxis_title="",
+    against = "the baseline each row names after 'vs'" if mixed else baseline
+    fig.update_layout(title=title or f"Accuracy difference against {against} (paired, 95% bootstrap interval)",
+                      xaxis_title=(f"accuracy minus that of the configuration after 'vs', on the same items" if mixed
+                                   else f"accuracy minus {baseline}'s on the same items"), yaxis_title="",
                       **{**LAYOUT, "height": max(240, 90 + 60 * len(table))})
     return fig
 

@@ -176,3 +176,16 @@ def test_a_comparison_with_no_pair_is_labelled_at_zero_not_lost():
     fig = plots.paired_difference(table)
     notes = {a.y: (a.x, a.text) for a in fig.layout.annotations}
     assert notes == {"a": (0.2, "p=0.5, n=10"), "b": (0, "p=nan, n=0")}
+
+
+def test_rows_against_different_baselines_each_name_theirs_and_the_axis_says_so():
+    table = pd.DataFrame({"config": ["vote@1", "debate@3", "debate@3"], "baseline": ["single", "vote@1", "single"],
+                          "difference": [0.05, 0.01, 0.06], "low": [0.0, -0.05, 0.0], "high": [0.1, 0.07, 0.12],
+                          "p_mcnemar": [0.3, 1.0, 0.2], "only_config": [5, 3, 6], "only_baseline": [1, 2, 0],
+                          "pairs": [100, 100, 100]})
+    fig = plots.paired_difference(table)
+    assert list(fig.data[0].y) == ["debate@3 vs single", "debate@3 vs vote@1", "vote@1 vs single"]
+    assert "after 'vs'" in fig.layout.xaxis.title.text and "single's" not in fig.layout.xaxis.title.text
+    same = plots.paired_difference(table.assign(baseline="single"))
+    assert same.layout.xaxis.title.text == "accuracy minus single's on the same items"
+    assert list(same.data[0].y) == ["debate@3", "debate@3", "vote@1"]
