@@ -97,12 +97,12 @@ def host_shared(engine) -> None:
     folder (so no other process's engine is disturbed), and route this process's calls to it."""
     import os
 
-    from debatekit.models.local import shared as shared_engine
+    from debatekit.models.local import daemon as engine_daemon, shared as shared_engine
 
     where = Path(tempfile.mkdtemp(prefix="dk-bench-engine-"))
     shared_engine.folder = lambda: where
     os.environ["DEBATEKIT_LOCAL_ENGINE"] = "shared"
-    daemon = shared_engine.Daemon(lambda model: engine, idle=None)
+    daemon = engine_daemon.Daemon(lambda model: engine, idle=None)
     ready = threading.Event()
     threading.Thread(target=lambda: asyncio.run(daemon.serve(where, ready.set)), daemon=True).start()
     ready.wait(30)

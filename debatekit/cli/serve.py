@@ -110,12 +110,12 @@ def run(args) -> int:
           f"sweep grid: parameters: {{model: {model}, api_base: {api_base}}}\n"
           f"stop with Ctrl-C", flush=True)
     from debatekit.models.local import engine as local
-    from debatekit.models.local import shared as shared_engine
+    from debatekit.models.local import daemon, shared as shared_engine
 
     name = args.model or local.DEFAULT_LOCAL
     try:
         # local runs on this machine use this engine too, instead of loading a second one
-        hosted = shared_engine.host(lambda m: engine if m == name else local.engine(m), idle=None)
+        hosted = daemon.host(lambda m: engine if m == name else local.engine(m), idle=None)
         if not hosted:
             print(f"note: the machine's shared engine (pid {shared_engine.owner()}) serves local/ runs; this server "
                   f"is a second engine with {engine.threads} thread(s)", file=sys.stderr, flush=True)

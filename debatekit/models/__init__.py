@@ -4,7 +4,7 @@
   module that imports litellm, through `providers`.
 - `kinds`: what differs between `local/`, `scripted/` and provider model strings.
 - `local/`: the embedded llama.cpp model (`local.engine`), the one engine a machine shares
-  (`local.shared`), its slots, prefix reuse, thread budget and speculation.
+  (`local.shared`, served by `local.daemon`), its slots, prefix reuse, thread budget and speculation.
 - `repetition`: the loop detector that stops a reply repeating itself; `watch`: a call's timeout,
   held off while it waits in a queue that moves.
 - `scripted`: test doubles that answer as a function of the request; `recorded`: a gateway

@@ -17,6 +17,7 @@ import time
 import pytest
 
 from debatekit.models import watch
+from debatekit.models.local import daemon
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.gateway import Gateway
 from debatekit.models.providers import litellm_module
@@ -24,6 +25,7 @@ from tests.models.test_shared_engine import home  # noqa: F401 - the fixture
 
 BUSY = """
 import asyncio, sys
+from debatekit.models.local import daemon
 from debatekit.models.local import shared as shared_engine
 async def main():
     ask = lambda: shared_engine.achat("m", {"messages": [{"role": "user", "content": sys.argv[1]}]})
@@ -177,8 +179,8 @@ def test_the_shared_engine_keeps_spare_slots_a_single_process_never_fills(monkey
     made = {}
     monkeypatch.setattr(local, "engine", lambda name, spare=0: made.setdefault(name, spare))
     monkeypatch.delenv("DEBATEKIT_LOCAL_SPARE_SLOTS", raising=False)
-    shared_engine._real_engine("m")
+    daemon._real_engine("m")
     assert made["m"] == local.SPARE_SLOTS == 2  # a process's gateway sends at most slots() calls at once
     monkeypatch.setenv("DEBATEKIT_LOCAL_SPARE_SLOTS", "5")
-    shared_engine._real_engine("n")
+    daemon._real_engine("n")
     assert made["n"] == 5

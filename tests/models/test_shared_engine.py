@@ -1,6 +1,6 @@
 """One engine per machine: discovery, several clients, clients and engines killed mid-call, stale files.
 
-The daemons here are real processes (`python -m debatekit.models.local.shared`) in a temporary
+The daemons here are real processes (`python -m debatekit.models.local.daemon`) in a temporary
 DEBATEKIT_HOME, serving a fake engine (tests/engine_fakes.py) so that each test takes seconds.
 """
 
@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from debatekit.models.local import shared as shared_engine
-from debatekit.models.local.shared import Daemon, EngineLost
+from debatekit.models.local.daemon import Daemon
+from debatekit.models.local.shared import EngineLost
 
 ROOT = Path(__file__).resolve().parents[2]
 MSG = [{"role": "user", "content": "hello"}]
@@ -149,7 +150,7 @@ def test_a_stale_socket_and_lock_left_by_a_killed_engine_do_not_block_a_new_one(
 
 def test_a_second_daemon_exits_at_once_while_one_holds_the_lock(home):
     chat("warm up")
-    second = subprocess.run([sys.executable, "-m", "debatekit.models.local.shared"], capture_output=True, text=True,
+    second = subprocess.run([sys.executable, "-m", "debatekit.models.local.daemon"], capture_output=True, text=True,
                             timeout=30)
     assert second.returncode == 0 and "another shared engine is running" in second.stderr
 
