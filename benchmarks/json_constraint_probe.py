@@ -26,7 +26,7 @@ from pydantic import create_model
 
 from debatekit import datasets
 from debatekit.models.local import engine as local
-from debatekit.models.gateway import extract_json, response_format
+from debatekit.models.reading import extract_json, response_format
 from debatekit.protocols.shared.answers import AnswerSpec, first_messages
 
 HERE = Path(__file__).resolve().parent.parent / "results" / "examples"  # where its JSON is committed

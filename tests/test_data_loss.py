@@ -19,7 +19,7 @@ from debatekit._base.terminal import visible
 from debatekit.cli.app import main
 from debatekit.cli.show import show
 from debatekit.models import scripted
-from debatekit.models.gateway import MAX_REPLY_CHARS, capped
+from debatekit.models.reading import MAX_REPLY_CHARS, capped
 from debatekit.protocols.shared.extract import extract
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolder, RunFolderError

@@ -14,7 +14,7 @@ from debatekit import datasets
 from debatekit._base.extras import MissingExtra
 from debatekit.cli.app import main
 from debatekit.models.cache import ResponseCache
-from debatekit.models.gateway import MAX_REPLY_CHARS
+from debatekit.models.reading import MAX_REPLY_CHARS
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 from tests.sweep_helpers import NOTEBOOK, make_sweep

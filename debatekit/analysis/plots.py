@@ -368,7 +368,7 @@ def paired_difference(table: pd.DataFrame, title: str | None = None) -> go.Figur
     baseline = table["baseline"].iloc[0] if len(table) else "baseline"
     against = "the baseline each row names after 'vs'" if mixed else baseline
     fig.update_layout(title=title or f"Accuracy difference against {against} (paired, 95% bootstrap interval)",
-                      xaxis_title=(f"accuracy minus that of the configuration after 'vs', on the same items" if mixed
+                      xaxis_title=("accuracy minus that of the configuration after 'vs', on the same items" if mixed
                                    else f"accuracy minus {baseline}'s on the same items"), yaxis_title="",
                       **{**LAYOUT, "height": max(240, 90 + 60 * len(table))})
     return fig

@@ -1,7 +1,8 @@
 """The one way to reach a model.
 
 - `gateway`: every model call (retries, repair rounds, the response cache, fault kinds); the only
-  module that imports litellm, through `providers`.
+  module that imports litellm, through `providers`. `reading`: how a reply is read (response
+  format, parse, finished or not, the text kept) and the repair prompts.
 - `kinds`: what differs between `local/`, `scripted/` and provider model strings.
 - `local/`: the embedded llama.cpp model (`local.engine`), the one engine a machine shares
   (`local.shared`, served by `local.daemon`), its slots, prefix reuse, thread budget and speculation.

@@ -26,11 +26,8 @@ kinds of model (timeouts, cost, concurrency) in the `debatekit.models.kinds` tab
 from __future__ import annotations
 
 import asyncio
-import functools
-import json
 import math
 import os
-import re
 import sys
 import time
 import weakref
@@ -40,11 +37,10 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from debatekit._base.validation import first_error
-from debatekit.models import credentials, repetition
+from debatekit.models import credentials, reading
 from debatekit.models.cache import ResponseCache, reply_record, request_key, served_key
 from debatekit.models.credentials import redact
-from debatekit.models.errors import LocalModelError, ProviderFault, classify, retry_after
+from debatekit.models.errors import ProviderFault, classify, retry_after
 from debatekit.models.kinds import default_model, policy
 from debatekit.models.providers import litellm_module
 from debatekit.models.watch import Watch, watched
@@ -54,22 +50,8 @@ _IN_FLIGHT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 DEFAULT_MAX_TOKENS = 512
 """Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
-MAX_REPLY_CHARS = 100_000
-"""Longest reply text stored in a trace or sent back in a repair round; the full reply is kept
-once, in the response cache. A longer reply is cut here and ends with TRUNCATED."""
-TRUNCATED = "\n[debatekit: reply truncated: {more} more characters beyond the {limit}-character limit]"
 TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
 FAIL_FAST_AFTER = 3  # identical non-transient failures, with no success, that mark a model dead
-REPAIR_PROMPT = (
-    "Your previous reply could not be used: {error}\n"
-    "Reply again with only a JSON object that matches the required schema."
-)
-ENDINGS = {"cut_off": " (the reply was cut off at the {max_tokens}-token limit)",
-           "loop": " (the reply repeated itself and was stopped)"}
-LOOP_NOTE = ("\nYour previous reply kept repeating the same text and was stopped. Do not repeat yourself: "
-             "give a few sentences of reasoning, then the final line(s) asked for.")
-CUT_OFF_NOTE = ("\nYour previous reply reached the limit of {max_tokens} tokens and was cut off before its end. "
-                "Keep this reply short: at most a few sentences of reasoning, then the final line(s) asked for.")
 
 
 class ModelError(ValueError):
@@ -181,29 +163,6 @@ class _Health:
     gate: asyncio.Lock = field(default_factory=asyncio.Lock)
 
 
-def response_format(output: type[BaseModel]) -> dict:
-    """The OpenAI `json_schema` response format of a pydantic model (a fresh dict each call)."""
-    return json.loads(_response_format_text(output))
-
-
-@functools.lru_cache(maxsize=256)
-def _response_format_text(output: type[BaseModel]) -> str:
-    # model_json_schema costs ~0.3 ms per call; a model's schema does not change, so build it once.
-    # Its title (the class name unless the model sets one) names it, so renaming a class in code
-    # changes neither the request nor its cache key.
-    schema = output.model_json_schema()
-    return json.dumps({
-        "type": "json_schema",
-        "json_schema": {"name": schema.get("title", output.__name__), "schema": schema, "strict": False},
-    })
-
-
-def extract_json(text: str) -> str:
-    """The JSON object inside a reply (providers without constrained output add fences or prose)."""
-    start, end = text.find("{"), text.rfind("}")
-    return text[start : end + 1] if 0 <= start < end else text
-
-
 class Gateway:
     """Sends chat requests through litellm with retries, repair, cache and concurrency limits.
 
@@ -290,7 +249,7 @@ class Gateway:
         params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         params = {k: v for k, v in params.items() if v is not None}
         free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained
-        fmt = response_format(output) if output and not free_text else None
+        fmt = reading.response_format(output) if output and not free_text else None
         done = Completion(model=model)
         shown = messages  # what the model was asked, before any repair round
         started = time.perf_counter()
@@ -298,29 +257,30 @@ class Gateway:
             reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or policy(model).call_timeout, done)
             if reply is None:
                 break
-            done.text = capped(reply["text"])
-            ending = unfinished(reply, params["max_tokens"])
+            done.text = reading.capped(reply["text"])
+            ending = reading.unfinished(reply, params["max_tokens"])
             done.cut_off += reply.get("finish_reason") == "length" or ending == "cut_off"
             if output is None:
                 break
             try:
-                done.parsed = _parse(output, reply["text"], free_text, ending)
+                done.parsed = reading.parse(output, reply["text"], free_text, ending)
                 if echoed := getattr(output, "echoed", None):
                     done.echo = echoed(reply["text"], shown)
                 break
             except ValueError as exc:  # pydantic's ValidationError included
-                error = _short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
+                error = reading.short_validation_error(exc) if isinstance(exc, ValidationError) else str(exc)
                 done.faults.append("parse")
                 self.stats["parse_failures"] += 1
                 note = ""
                 if ending is not None:
                     done.faults.append(ending)
-                    error += ENDINGS[ending].format(max_tokens=params["max_tokens"])
-                    note = CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off" else LOOP_NOTE
+                    error += reading.ENDINGS[ending].format(max_tokens=params["max_tokens"])
+                    note = (reading.CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off"
+                            else reading.LOOP_NOTE)
                 if repair == 1:  # the repaired reply failed too: no third try
                     done.error, done.error_kind = f"parse: {error}", "parse"
                     break
-                request = getattr(output, "repair_prompt", REPAIR_PROMPT).format(error=error) + note
+                request = getattr(output, "repair_prompt", reading.REPAIR_PROMPT).format(error=error) + note
                 done.repairs.append({"text": done.text, "error": error, "repair_prompt": request})
                 messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started
@@ -440,7 +400,7 @@ class Gateway:
         unknown = None in counts.values()  # a negative or garbled count: unknown, never summed
         return {
             # a proxy may echo the key it was sent; a lone surrogate (valid JSON, not text) cannot be stored
-            "text": redact(whole_text(reply.choices[0].message.content or "")),
+            "text": redact(reading.whole_text(reply.choices[0].message.content or "")),
             "finish_reason": getattr(reply.choices[0], "finish_reason", None),  # "length": cut off at max_tokens
             **{k: 0 if unknown else v for k, v in counts.items()},
             **({"usage_unknown": True} if unknown else {}),
@@ -465,7 +425,9 @@ class Gateway:
                 if "api_base" not in found and os.environ.get(name):
                     found["api_base"] = os.environ[name]
             if model.startswith("local/"):
-                found["file"] = local_file_identity(model.removeprefix("local/"))
+                from debatekit.models.local import engine as local  # only a local model's calls load it
+
+                found["file"] = local.file_identity(model.removeprefix("local/"))
             self._served_by[model] = found
         return self._served_by[model]
 
@@ -485,32 +447,6 @@ class Gateway:
         return self._semaphores[model]
 
 
-def unfinished(reply: dict, max_tokens: int) -> str | None:
-    """How a reply failed to finish by itself: "loop" (the local engine stopped it repeating itself,
-    `finish_reason` "loop", or it was cut off while repeating one span: `repetition.loop_start`),
-    "cut_off" (it stopped at the token limit), or None (it ended by itself).
-
-    A reply is cut off when the provider says so (`finish_reason` "length"), or, where it says
-    nothing (a reply cached before debatekit kept the reason, a provider that omits it), when it
-    used every token it was allowed."""
-    reason = reply.get("finish_reason")
-    if reason == "loop":
-        return "loop"
-    if reason == "length" or (reason is None and reply.get("completion_tokens", 0) >= max_tokens):
-        return "loop" if repetition.loop_start(reply.get("text") or "") is not None else "cut_off"
-    return None
-
-
-def _parse(output: type[BaseModel], text: str, free_text: bool, ending: str | None) -> BaseModel:
-    """The reply parsed into `output`; a free-text reply that did not finish is read only where it
-    states its answer (`from_text(text, finished=False)`), never from its last number or word."""
-    if not free_text:
-        return output.model_validate_json(extract_json(text))
-    if ending is not None and getattr(output, "reads_unfinished", False):
-        return output.from_text(text, finished=False)
-    return output.from_text(text)
-
-
 def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
     done.prompt_tokens += reply.get("prompt_tokens", 0)
     done.completion_tokens += reply.get("completion_tokens", 0)
@@ -522,36 +458,6 @@ def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
         done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
 
 
-def local_file_identity(name: str) -> list | None:
-    """A local model file's path, size and modification time (None when it is not there yet): what
-    tells a replaced file from the one that gave a cached reply, without hashing a gigabyte per call."""
-    from debatekit.models.local import engine as local
-
-    try:
-        path = local.model_path(name)
-        info = path.stat()
-    except (OSError, ValueError, LocalModelError):  # not there (yet), or no such model: said where it is used
-        return None
-    return [str(path), info.st_size, info.st_mtime_ns]
-
-
-LONE_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
-                                   r"|(?<!\\u[dD][89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}")
-"""A JSON escape of half a surrogate pair with no other half beside it (`\\ud800`)."""
-
-
-def whole_text(text: str) -> str:
-    """`text` with each unpaired surrogate replaced by U+FFFD, whether the reply holds the character
-    (a server's JSON `"\\ud800"`, decoded) or its escape inside the model's own JSON: the reply is kept,
-    stored and read, where the raw character fails every write of it and the escape every strict
-    JSON reader."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    return LONE_SURROGATE_ESCAPE.sub(r"\\ufffd", text) if "\\u" in text else text
-
-
 def _count(value: Any) -> int | None:
     """A token count a provider reported: a whole number of at least 0 (None and 0 are 0), else None."""
     if value is None:
@@ -561,17 +467,6 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
         return None
     return int(value)
-
-
-def capped(text: str, limit: int | None = None) -> str:
-    """`text` cut to `limit` characters (default MAX_REPLY_CHARS) with a marker saying how much was cut."""
-    limit = limit or MAX_REPLY_CHARS
-    return text if len(text) <= limit else text[:limit] + TRUNCATED.format(more=len(text) - limit, limit=limit)
-
-
-def _short_validation_error(exc: ValidationError) -> str:
-    where, message = first_error(exc, default="reply")
-    return f"{where}: {message} ({len(exc.errors())} error(s))"
 
 
 def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:

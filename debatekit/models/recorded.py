@@ -43,7 +43,7 @@ NOT_RECORDED = "not_recorded"
 PROMPT_ONLY = "prompt:"
 """Marks a place keyed by `prompt_hash` (an event recorded without its messages), not by the messages."""
 FINISH = {"cut_off": "length", "loop": "loop"}
-"""A reply's `finish_reason`, from the ending its reading recorded (`gateway.unfinished`)."""
+"""A reply's `finish_reason`, from the ending its reading recorded (`reading.unfinished`)."""
 READ_FAULTS = ("parse", "cut_off", "loop")
 """The faults the gateway records while reading a reply; played back, reading records them again."""
 USAGE = ("finish_reason", "prompt_tokens", "completion_tokens", "cached_tokens", "prompt_seconds",

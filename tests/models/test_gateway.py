@@ -305,7 +305,7 @@ def test_a_cut_off_reply_is_not_read_from_its_last_number():
 
 def test_a_reply_longer_than_the_stored_cap_is_read_as_the_model_wrote_it():
     """debatekit's own truncation marker (with its character limit) is never read as the answer."""
-    from debatekit.models.gateway import MAX_REPLY_CHARS
+    from debatekit.models.reading import MAX_REPLY_CHARS
 
     gateway = Gateway()
     _replies(gateway, ("word " * MAX_REPLY_CHARS + "\nAnswer: 3", "stop"))
@@ -377,7 +377,7 @@ def test_without_the_cache_identical_requests_in_flight_are_each_asked():
 
 def test_a_reply_models_schema_title_names_its_response_format():
     """A reply class renamed in code keeps the title its requests were sent (and cached) under."""
-    from debatekit.models.gateway import response_format
+    from debatekit.models.reading import response_format
     from debatekit.protocols.arbitration import ArbitrationVerdict
     from debatekit.protocols.judged_debate.judging import verdict_model
 

@@ -115,7 +115,8 @@ def test_a_json_reply_cut_off_at_a_tight_limit_is_sent_back_for_repair_on_the_lo
     same schema. Costs about 10 s here (2 calls, at most 44 completion tokens)."""
     import asyncio
 
-    from debatekit.models.gateway import CUT_OFF_NOTE, Gateway
+    from debatekit.models.gateway import Gateway
+    from debatekit.models.reading import CUT_OFF_NOTE
     from debatekit.protocols.shared.answers import AnswerSpec
 
     local.pull()

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from debatekit.cli.app import main
-from debatekit.models import gateway
+from debatekit.models import reading as reader
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolder
 from debatekit.runner import run
@@ -51,14 +51,14 @@ def change_prompt(folder, item, agent, round_):
 
 def unreadable_when_hedged(monkeypatch):
     """Today's reader, stricter: a hedged reply no longer reads."""
-    reading = gateway._parse
+    reading = reader.parse
 
     def parse(output, text, free_text, ending):
         if HEDGED in text:
             raise ValueError("hedged: no answer stated")
         return reading(output, text, free_text, ending)
 
-    monkeypatch.setattr(gateway, "_parse", parse)
+    monkeypatch.setattr(reader, "parse", parse)
 
 
 def test_a_current_recording_is_played_back_whole_and_left_as_it_is(recorded):

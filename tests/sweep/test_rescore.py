@@ -11,7 +11,7 @@ import pytest
 from debatekit import analysis
 from debatekit.analysis import study
 from debatekit.cli.app import main
-from debatekit.models import gateway
+from debatekit.models import reading as reader
 from debatekit.models.recorded import attempts
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolder
@@ -45,13 +45,13 @@ def recorded(tmp_path, arithmetic_file, model_from):
 
 def mended_reader(monkeypatch):
     """Today's reader, mended: a hedged reply is read as the number before its 'not'."""
-    reading = gateway._parse
+    reading = reader.parse
 
     def parse(output, text, free_text, ending):
         parsed = reading(output, text, free_text, ending)
         return parsed.model_copy(update={"answer": 20}) if HEDGED in text else parsed
 
-    monkeypatch.setattr(gateway, "_parse", parse)
+    monkeypatch.setattr(reader, "parse", parse)
 
 
 def lines(path):
@@ -173,14 +173,14 @@ def test_a_reply_that_reads_where_the_run_repaired_it_keeps_its_debate(tmp_path,
     run(one_round, tmp_path / "r", progress=False)
     before = lines(tmp_path / "r" / "events.jsonl")
     assert sum(bool(json.loads(line)["repairs"]) for line in before) == 1
-    reading = gateway._parse
+    reading = reader.parse
 
     def lenient(output, text, free_text, ending):  # a reader that now reads the prose reply
         if "twenty" in text:
             return output.model_validate({"reasoning": text, "answer": 20})
         return reading(output, text, free_text, ending)
 
-    monkeypatch.setattr(gateway, "_parse", lenient)
+    monkeypatch.setattr(reader, "parse", lenient)
     result = rescore(tmp_path / "r", write=True)
     assert [(k["item_id"], k["why"]) for k in result.kept] == \
         [("q2", "the reply of agent1 (answer, round 1) reads in 1 attempt(s) where the run took 2")]

@@ -536,3 +536,14 @@ def engine(name: str = DEFAULT_LOCAL, advice: str = "", spare: int = 0) -> Engin
             ready(name)
             _engines[path] = Engine(path, slots() + spare, threads=claim_threads(advice))
         return _engines[path]
+
+
+def file_identity(name: str) -> list | None:
+    """A local model file's path, size and modification time (None when it is not there yet): what
+    tells a replaced file from the one that gave a cached reply, without hashing a gigabyte per call."""
+    try:
+        path = model_path(name)
+        info = path.stat()
+    except (OSError, ValueError, LocalModelError):  # not there (yet), or no such model: said where it is used
+        return None
+    return [str(path), info.st_size, info.st_mtime_ns]

@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from debatekit._base.answer_kinds import ANSWER_TEXT, LETTERS
-from debatekit.models.gateway import capped
+from debatekit.models.reading import capped
 from debatekit.protocols.shared import extract
 from debatekit.protocols.shared.fields import as_probability
 

@@ -58,7 +58,7 @@ placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
 
 `echoed` tells whether an answer was copied from the prompt (the call event's `echo`).
 
-debatekit's own marker at the end of a reply too long to keep (`gateway.TRUNCATED`, which names the
+debatekit's own marker at the end of a reply too long to keep (`reading.TRUNCATED`, which names the
 character limit) is never read: it is taken out, and the reply, whose end is lost, is read as one
 cut off at the token limit (only where it states its answer, `marked_only`).
 
@@ -85,7 +85,7 @@ from functools import lru_cache
 from typing import Any
 
 from debatekit._base.answer_kinds import LETTERS, first_of_same
-from debatekit.models.gateway import TRUNCATED
+from debatekit.models.reading import TRUNCATED
 from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.fields import as_probability
 
