@@ -48,7 +48,9 @@ ROUND_COLUMNS = ["run_id", "item_id", "debate_id", "round", "agent", "answer", "
 
 
 def answer_transitions(rounds: Any) -> pd.DataFrame:
-    """One row per agent, debate and round t >= 2 with an answer in both rounds t-1 and t.
+    """One row per agent, debate and round t >= 2 with an answer in both rounds t-1 and t, left out
+    where an update rule gave the agent its answer without a call (`adopted`: society_of_mind's
+    conformist and follower rules).
 
     Args:
         rounds: `Tables.rounds` (or the tables themselves): one row per debate, round and agent with
@@ -70,6 +72,8 @@ def answer_transitions(rounds: Any) -> pd.DataFrame:
     before = present[[*_KEYS, "round", "answer", "correct"]].rename(
         columns={"answer": "before", "correct": "was_correct"}).assign(round=lambda f: f["round"] + 1)
     pairs = present.merge(before, on=[*_KEYS, "round"], how="inner", validate="one_to_one")
+    if "adopted" in pairs:  # an answer an update rule imposed (no call) is no choice of the agent's
+        pairs = pairs[~pairs["adopted"].fillna(False).astype(bool)]
     if pairs.empty:
         return pd.DataFrame(columns=columns)
     top = [tops[(run, debate, r - 1)] for run, debate, r in zip(pairs["run_id"], pairs["debate_id"], pairs["round"])]

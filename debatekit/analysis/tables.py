@@ -182,6 +182,8 @@ def _round_rows(d: DebateRecord) -> list[dict]:
                 "agreement": agree, "changed": changed, "relied": relied,
                 "bullied": bool(relied and was_correct and correct is False),
                 "flip": _flip(was_correct, correct) if changed else "unchanged",
+                # kept or took a reply by an update rule (society_of_mind conformist, follower): no call
+                "adopted": agent in ((r.extra or {}).get("adopted") or {}),
             })
         previous = {agent: a for agent, a in answers.items()}
     return rows

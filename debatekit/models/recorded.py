@@ -249,6 +249,9 @@ class Forked(Recorded):
     def unreached(self, model: str) -> str | None:
         return self.live_gateway.unreached(model)
 
+    def waiting(self) -> str | None:
+        return self.live_gateway.waiting()
+
     async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
         round = CALL_CONTEXT.get().get("round")
         if round is None or round >= self.at_round:

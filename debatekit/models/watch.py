@@ -41,11 +41,12 @@ class Watch:
 
     def waiting(self, ahead: int, engine_work: Any = None) -> None:
         """The call is queued behind `ahead` calls of other processes; `engine_work` is the engine's
-        progress count: a count that moved since the last report pushes the deadline back."""
+        progress count: a count that moved since the last report pushes the deadline back (the first
+        report counts as a move; no count, as none)."""
         if self.is_started:
             return
         self.ahead = ahead
-        if engine_work is None or engine_work != self._work:
+        if engine_work is not None and engine_work != self._work:
             self.deadline = self.clock() + self.timeout
         self._work = engine_work
 

@@ -113,6 +113,8 @@ def society_of_mind(
                     read[n] = [s.author for s in shown]
                     talk[n].append({"role": "user", "content": debate_prompt(spec, [s.text for s in shown],
                                                                              item.question)})
+            # the replies taken are last round's: a source that revises this round must not pass on its new one
+            before = {n: (last[source], said[source]) for n, source in adopted.items()}
             turns = await debate.gather(
                 debate.ask(n, talk[n], output, phase="answer" if round_no == 1 else "revise", round=round_no,
                            temperature=temperature, model=model_of[n]) for n in names if n not in adopted)
@@ -124,8 +126,8 @@ def society_of_mind(
                     last[turn.agent], said[turn.agent] = turn.parsed, turn.text
                 elif round_no > 1:
                     talk[turn.agent].pop()  # keep the conversation well formed for the next round
-            for n, source in adopted.items():  # no call: the majority reply becomes theirs
-                last[n], said[n] = last[source], said[source]
+            for n in adopted:  # no call: last round's majority reply becomes theirs
+                last[n], said[n] = before[n]
                 talk[n].append({"role": "assistant", "content": said[n]})
                 answers[n] = last[n].answer
             extra = {"read": read, **({"adopted": adopted} if adopted else {})} if round_no > 1 else {}
@@ -145,7 +147,8 @@ def society_of_mind(
 def takers(update: str, names: list[str], debate, item, round_no: int, follow_rate: float) -> dict[str, str]:
     """The agents that make no call this round under `update` ("conformist", "follower"; none under
     "debate"), each with the agent whose previous reply it keeps or takes: the first agent that gave the
-    previous round's majority answer, or itself if it gave it. No majority (a tie): none."""
+    previous round's majority answer, or itself if it gave it. No majority (a tie, or an answer that
+    only one agent gave, the others having none): none."""
     if update == "debate":
         return {}
     previous = debate.history[-1].answers
@@ -153,6 +156,8 @@ def takers(update: str, names: list[str], debate, item, round_no: int, follow_ra
     if len(top) != 1:
         return {}
     holders = [n for n in names if previous.get(n) is not None and answers_equal(previous[n], top[0])]
+    if len(holders) < 2:  # one answer among failed calls is not a majority
+        return {}
     if update == "conformist":
         return {n: n for n in holders}
     drawn = [n for n in names if derive_seed(debate.seed, item.id, n, round_no, "follow") / 2**31 < follow_rate]

@@ -173,3 +173,17 @@ def test_the_figures_the_docs_quote(gsm8k):
     assert flips.loc[("majority", "right_to_wrong"), ["count", "at_risk"]].values.tolist() == [[13, 164], [8, 174]]
     drift = analysis.martingale_test(gsm8k).round(3)
     assert drift[["accuracy_before", "accuracy_after"]].values.tolist() == [[0.603, 0.603], [0.595, 0.625]]
+
+
+def test_answers_an_update_rule_imposed_are_not_counted_as_the_agents_moves(tmp_path, arithmetic_file):
+    from debatekit.models import scripted
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    values = {1: {"agent1": 10, "agent2": 10, "agent3": 12}, 2: {"agent3": 10}}
+    model = scripted.register("conformists", fn=lambda req: {"reasoning": "r", "answer": values[req.round][req.agent]})
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model,
+                           params={"rounds": 2, "stop_on_agreement": False, "update": "conformist"}),
+                 tmp_path / "run", progress=False)
+    moves = analysis.answer_transitions(analysis.load_runs([result.path]))
+    assert list(moves["agent"]) == ["agent3"] and list(moves["move"]) == ["to_majority"]  # agents 1, 2 made no call

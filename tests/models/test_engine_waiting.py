@@ -37,7 +37,7 @@ asyncio.run(main())
 @pytest.fixture
 def no_assembly(monkeypatch):
     monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
-    monkeypatch.setattr("debatekit.models.local.engine.footprint", lambda name: 0)
+    monkeypatch.setattr("debatekit.models.local.engine.footprint", lambda name, spare=0: 0)
     monkeypatch.setenv("DEBATEKIT_ENGINE_HEARTBEAT", "0.1")  # reports well inside the tests' 1-second timeouts
 
 
@@ -115,6 +115,10 @@ def test_a_watch_counts_the_timeout_from_the_start_and_only_moves_with_the_engin
     w.waiting(5, engine_work=500)  # a late report moves nothing once generation began
     w.started()
     assert w.deadline == 27.0 and w.note is None
+    silent = watch.Watch(10.0, clock=lambda: now[0])
+    now[0] = 29.0
+    silent.waiting(2)  # a report with no work count excuses nothing
+    assert silent.deadline == 30.0
 
 
 def test_the_engine_names_itself_and_a_run_says_which_engine_serves_it(home, no_assembly):

@@ -195,3 +195,28 @@ def test_the_follower_draw_is_seeded_by_the_run_seed_item_agent_and_round(tmp_pa
     adopted = result.debates[0].rounds[1].extra.get("adopted", {})
     assert set(adopted) == drawn and 0 < len(drawn) < 6
     assert all(source in ("agent3", n) for n, source in adopted.items())  # 20 is the majority (4 of 6)
+
+
+def test_a_follower_takes_the_majority_reply_of_the_last_round_even_when_its_giver_revises(
+        tmp_path, arithmetic_file, model_from):
+    from debatekit.engine import derive_seed
+
+    # seed 0, rate 0.5: find a round-2 draw where agent3 follows and agent1 (the first holder of 10) revises
+    drawn = {n for n in ("agent1", "agent2", "agent3") if derive_seed(0, "q1", n, 2, "follow") / 2**31 < 0.5}
+    assert "agent3" in drawn and "agent1" not in drawn, drawn  # the case this test needs under seed 0
+    model = model_from(script({("q1", 1): [10, 10, 12], ("q1", 2): [99, 10, 12]}))
+    (debate,) = _update_run(tmp_path, arithmetic_file, model, update="follower", follow_rate=0.5).debates
+    assert debate.rounds[1].extra["adopted"]["agent3"] == "agent1"
+    assert debate.rounds[1].answers["agent1"] == 99 and debate.rounds[1].answers["agent3"] == 10
+
+
+def test_one_answer_among_failed_calls_is_no_majority_to_conform_to(tmp_path, arithmetic_file, model_from):
+    from debatekit.models import scripted
+
+    def fn(req):
+        if req.round == 1 and req.agent != "agent1":
+            return scripted.Fault("bad_request", "refused")
+        return answer(10)
+
+    (debate,) = _update_run(tmp_path, arithmetic_file, model_from(fn), update="conformist").debates
+    assert "adopted" not in debate.rounds[1].extra  # agent1's lone 10 is not a majority: everyone revises

@@ -76,9 +76,11 @@ class Daemon:
                 self.engines[model] = self.make_engine(model)
             return self.engines[model]
 
-    def work(self) -> int:
-        """The engines' progress count (tokens generated for anyone): it grows while they make way."""
-        return sum(getattr(engine, "work", 0) for engine in list(self.engines.values()))
+    def work(self, model: str | None = None) -> int:
+        """An engine's progress count (tokens it generated for anyone; all engines' for None): it grows
+        while the engine makes way. A call queued on one model's engine is excused only by that one."""
+        engines = list(self.engines.values()) if model is None else [self.engines.get(model)]
+        return sum(getattr(engine, "work", 0) for engine in engines)
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         gone = threading.Event()
@@ -102,7 +104,7 @@ class Daemon:
         how many calls of other processes that came before it are still in flight (generating or
         queued: what it waits behind), and tell it once when it starts."""
         loop = asyncio.get_running_loop()
-        pid = int(message.get("pid") or 0)
+        model, request, pid = message["model"], message["request"], int(message.get("pid") or 0)  # before any count
         self.in_flight += 1
         self.clients[pid] = self.clock()
         self.arrivals += 1
@@ -115,7 +117,7 @@ class Daemon:
             loop.call_soon_threadsafe(started.set)
 
         watcher = asyncio.ensure_future(_wait_closed(reader, gone))
-        chat = loop.run_in_executor(self.pool, self._chat, message["model"], message["request"], gone, on_start)
+        chat = loop.run_in_executor(self.pool, self._chat, model, request, gone, on_start)
         starting = asyncio.ensure_future(started.wait())
         told_start = False
         try:
@@ -132,11 +134,13 @@ class Daemon:
                     await asyncio.wait({chat})
                     break
                 ahead = sum(1 for t, p in list(self.calls.items()) if t < ticket and p != pid)
-                writer.write(json.dumps({"waiting": {"ahead": ahead, "work": self.work()}, "wire": WIRE}).encode()
+                writer.write(json.dumps({"waiting": {"ahead": ahead, "work": self.work(model)}, "wire": WIRE}).encode()
                              + b"\n")
                 await writer.drain()
             return await chat
         finally:
+            if not chat.done():
+                gone.set()  # the client is gone (or its line could not be written): stop the generation
             self.queue.discard(ticket)
             self.calls.pop(ticket, None)
             starting.cancel()

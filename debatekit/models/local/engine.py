@@ -307,9 +307,13 @@ class Engine:
         """Read `request`'s prompt into a slot (a one-token reply), then start a one-token request
         of its own so that llama.cpp parks that idle slot's state in its host prompt cache
         (`SharedPrefill`). Returns the prompt reading of the two, added up (`prompt_n`, `prompt_ms`)."""
-        primer = self._routed({**request, "max_tokens": 1}, cancelled)
-        nudge = self._routed({"messages": [{"role": "user", "content": "."}], "max_tokens": 1, "temperature": 0.0},
-                             cancelled, pin=False)
+        started, _STARTING.call = getattr(_STARTING, "call", None), None  # the primer is not the call's start
+        try:
+            primer = self._routed({**request, "max_tokens": 1}, cancelled)
+            nudge = self._routed({"messages": [{"role": "user", "content": "."}], "max_tokens": 1,
+                                  "temperature": 0.0}, cancelled, pin=False)
+        finally:
+            _STARTING.call = started
         return {key: sum((reply.get("timings") or {}).get(key) or 0 for reply in (primer, nudge))
                 for key in ("prompt_n", "prompt_ms")}
 
@@ -405,11 +409,11 @@ def ready(name: str) -> None:
 KV_BYTES_PER_TOKEN = 32 * 1024  # an upper bound for the embedded models' f16 KV cache (1.5B: 28 KiB, 0.5B: 12 KiB)
 
 
-def footprint(name: str) -> int:
+def footprint(name: str, spare: int = 0) -> int:
     """Bytes an engine of local model `name` needs once loaded: its weights and the KV cache of its
-    slots (`slots()` and the shared engine's `spare_slots()`, x `ctx()` tokens). The host prompt cache
-    is left out: it is a cap that llama.cpp fills only as prompts arrive and evicts from."""
-    return model_path(name).stat().st_size + (slots() + spare_slots()) * ctx() * KV_BYTES_PER_TOKEN
+    slots (`slots()` + `spare`, x `ctx()` tokens). The host prompt cache is left out: it is a cap that
+    llama.cpp fills only as prompts arrive and evicts from."""
+    return model_path(name).stat().st_size + (slots() + spare) * ctx() * KV_BYTES_PER_TOKEN
 
 
 def mem_available() -> int | None:
@@ -423,7 +427,7 @@ def mem_available() -> int | None:
     return None
 
 
-def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set()) -> None:
+def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set(), spare: int = 0) -> None:
     """Before a run's first item: each local model it names assembled and verified (`ready`), and
     memory for those not loaded yet (`loaded()`: names already held by an engine).
 
@@ -436,7 +440,7 @@ def preflight(names: list[str], loaded: Callable[[], set[str]] = lambda: set()) 
         ready(name)  # its errors name the model and the fix
     held = loaded()  # asks the shared engine once
     new = [n for n in names if n not in held]
-    need, available = sum(footprint(n) for n in new), mem_available()
+    need, available = sum(footprint(n, spare) for n in new), mem_available()
     if new and available is not None and need > available:
         listed = " and ".join(f"local/{n}" for n in new)
         raise LocalModelError(

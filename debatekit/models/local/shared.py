@@ -205,7 +205,7 @@ def preflight(names: list[str]) -> str | None:
         seen.append(info)
         return set(info["models"]) if info else set()
 
-    local.preflight(names, loaded)
+    local.preflight(names, loaded, spare=0 if mode() == "process" else local.spare_slots())
     if not names:
         return None
     if mode() == "process":

@@ -86,7 +86,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if limit is not None and limit < 1:
         raise ForkError(f"--limit must be at least 1, got {limit}")
     chosen = {item.id for item in items[:limit]}
-    plans = _plans(items, debates, seed_of, intervention)
+    plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
                   intervention=intervention.describe() if intervention else None, model=model)
     if resume:
