@@ -30,3 +30,29 @@ def test_a_committed_runs_config_hash_is_unchanged(path):
 
 def test_the_first_fields_and_the_unhashed_ones_are_settings_of_run_config():
     assert FIRST_FIELDS | UNHASHED <= set(RunConfig.model_fields)
+
+
+STUDIES = sorted(ROOT.glob("results/studies/*/grid.yaml"))
+
+
+@pytest.mark.parametrize("grid", STUDIES, ids=lambda p: p.parent.name)
+def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(grid):
+    """A grid as users write it (`timeout`, `agents`, `rounds`, protocol parameters beside run settings)
+    still makes the very configuration each committed point ran: the same hash, so the study resumes."""
+    from debatekit import sweep
+    from debatekit.sweep.guard import check_points
+
+    data = sweep.load_grid(grid)
+    points = sweep.expand_grid(data)
+    ran = 0
+    for point, config in zip(points, check_points(points, grid.parent)):
+        run = grid.parent / point.id / "run.json"
+        if not run.exists():  # a point not run yet
+            continue
+        record = json.loads(run.read_text(encoding="utf-8"))
+        update = {"model": config.model or record["model"]}
+        if "plan" in data:  # a study with looks runs each point to its look, not to the plan's limit
+            update["limit"] = record["config"]["limit"]
+        assert config_hash(config.model_copy(update=update)) == record["config_hash"], point.id
+        ran += 1
+    assert ran
