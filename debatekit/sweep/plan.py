@@ -185,7 +185,8 @@ def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool 
             data = Path(scratch) / f"{point.id}.jsonl"
             data.write_text("".join(json.dumps(item.model_dump(mode="json")) + "\n" for item in outside))
             params = dict(config.params)
-            if (named := reused_point(params.get("reuse"), points)) is not None:  # another point's round 1, run here first
+            # another point's round 1, run here first
+            if (named := reused_point(params.get("reuse"), points)) is not None:
                 params["reuse"] = str(Path(scratch) / named.id)
             config = config.model_copy(update={"dataset": str(data), "limit": None, "cache": False, "params": params})
             result = run_point(config, str(Path(scratch) / point.id), progress=progress)

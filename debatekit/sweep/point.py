@@ -1,12 +1,17 @@
-"""One sweep point: run its configuration inside the notebook and record the sidecar the sweep reads."""
+"""One sweep point: its configuration (`point_config`), run inside the notebook (`run_point`), and the
+sidecar the sweep reads (`record_point`)."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from debatekit._base import files
+
+if TYPE_CHECKING:
+    from debatekit.records.schemas import RunConfig
 
 SIDECAR_VERSION = 2
 """2: the sidecar holds the run's `config` (version 1 held the notebook's parameters)."""
@@ -29,7 +34,7 @@ def anchored(protocol, base: Path | None):
     return protocol if Path(path).is_absolute() else f"{(base / path).resolve()}:{name}"
 
 
-def point_config(parameters: dict, base: Path | None = None):
+def point_config(parameters: dict, base: Path | None = None) -> RunConfig:
     """The `RunConfig` a grid point runs: the one place where a grid's keys become a run's configuration.
 
     A key that is a `RunConfig` field (or `timeout`, `GRID_NAMES`) sets that field; every other key, and
@@ -63,7 +68,7 @@ def point_config(parameters: dict, base: Path | None = None):
     return RunConfig(**fields, params=params)
 
 
-def run_point(config, out_dir: str, *, retry_degraded: bool = False, progress: bool = True):
+def run_point(config: RunConfig | dict, out_dir: str | Path, *, retry_degraded: bool = False, progress: bool = True):
     """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
 
     Args:
@@ -88,8 +93,8 @@ def record_point(summary_path: str | None, result) -> dict:
     where = Path(result.path).resolve()
     if summary_path:  # relative to the sidecar, so a sweep folder can move
         where = Path(os.path.relpath(where, Path(summary_path).resolve().parent))
-    data = {"sidecar_version": SIDECAR_VERSION, "status": record.status, "config": record.config.model_dump(mode="json"),
-            "run_path": str(where), "run_id": record.run_id,
+    data = {"sidecar_version": SIDECAR_VERSION, "status": record.status,
+            "config": record.config.model_dump(mode="json"), "run_path": str(where), "run_id": record.run_id,
             "config_hash": record.config_hash, "model": record.model, "seed": record.config.seed,
             "protocol": record.config.protocol, "dataset": record.dataset.name,
             "debatekit_version": record.debatekit_version, "git_commit": record.git_commit,
