@@ -7,7 +7,6 @@ from pathlib import Path
 
 from debatekit import sweep
 from debatekit.models import scripted
-from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 from debatekit.sweep.execute import write_meta
 from debatekit.sweep.point import stamp
@@ -59,12 +58,9 @@ def make_sweep(root: Path) -> Path:
     points = sweep.expand_grid(grid)
     write_meta(out, Path("notebooks/run_debate.ipynb"), grid, points)
     for point in points:
-        p = dict(point.parameters)
-        protocol, data = p.pop("protocol"), p.pop("dataset")
-        result = run(RunConfig(protocol=protocol, dataset=data, model=p.pop("model"), params=p, cache=False),
-                     out / point.id, progress=False)
+        result = run(sweep.point_config({**point.parameters, "cache": False}), out / point.id, progress=False)
         sidecar = out / f"{point.id}.json"
-        sweep.record_point(str(sidecar), result, point.parameters)
+        sweep.record_point(str(sidecar), result)
         assert stamp(sidecar, point.digest)
     sweep.collect(out)
     return out

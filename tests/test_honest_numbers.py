@@ -292,11 +292,11 @@ def test_a_sweep_point_takes_seeds_and_api_key_env(tmp_path, monkeypatch):
 
     model = scripted.register("point-seeds", fn=lambda req: answer(int(req.item_id[1:])))
     dataset = str(items(tmp_path, 3))
-    result = sweep.run_point("single", dataset, str(tmp_path / "point"), model=model, seeds=2, progress=False)
+    point = {"protocol": "single", "dataset": dataset, "model": model}
+    result = sweep.run_point({**point, "seeds": 2}, str(tmp_path / "point"), progress=False)
     assert result.summary["seeds"] == 2 and result.summary["debates"] == 6 and result.summary["accuracy"] == 1.0
     with pytest.raises(ValueError, match="--api-key-env NOT_SET_ANYWHERE: the environment variable is not set"):
-        sweep.run_point("single", dataset, str(tmp_path / "other"), model=model, api_key_env="NOT_SET_ANYWHERE",
-                        progress=False)
+        sweep.run_point({**point, "api_key_env": "NOT_SET_ANYWHERE"}, str(tmp_path / "other"), progress=False)
 
 
 def test_a_negative_token_count_is_recorded_unknown_never_summed(tmp_path, capsys):

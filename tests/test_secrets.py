@@ -61,7 +61,7 @@ def test_planted_keys_appear_in_no_output(tmp_path, monkeypatch, caplog, capfd, 
         assert errors and all("Bearer ***" in e for e in errors)
     else:
         result = run(config, tmp_path / "run", progress=True)
-        sweep.record_point(str(tmp_path / "point.json"), result, {"protocol": "society_of_mind", "limit": 2})
+        sweep.record_point(str(tmp_path / "point.json"), result)
         print(summary_table([result]))
         assert result.summary["errors"] == 0 and result.summary["calls"] > 0
     assert grep(tmp_path) == []

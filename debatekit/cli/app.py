@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from debatekit import __version__
+from debatekit.cli.flags import add_config_flags, config_settings, positive
 
 
 def _parse_set(pairs: list[str]) -> dict[str, Any]:
@@ -30,16 +31,6 @@ def _parse_set(pairs: list[str]) -> dict[str, Any]:
         except yaml.YAMLError as exc:
             raise ValueError(f"--set {pair!r}: the value is not readable ({exc.problem})") from exc
     return params
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 class _Parser(argparse.ArgumentParser):
@@ -57,30 +48,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run one or more protocols over a dataset")
     run.add_argument("protocols", nargs="+", metavar="PROTOCOL", help="protocol name(s); several are compared")
-    run.add_argument("--dataset", required=True, help="shipped dataset name or path to a .jsonl file")
-    run.add_argument("--limit", type=_positive, help="use only the first N items")
-    run.add_argument("--agents", type=_positive, help="number of agents (protocols that have agents)")
-    run.add_argument("--rounds", type=_positive,
+    add_config_flags(run)  # --dataset, --limit, --model, --seed, --timeout, --no-cache, ...: RunConfig's fields
+    run.add_argument("--agents", type=positive, help="number of agents (protocols that have agents)")
+    run.add_argument("--rounds", type=positive,
                      help="the most rounds a debate may run (the parameter `debatekit protocols NAME` marks)")
-    run.add_argument("--model", help="litellm model string (default: $DEBATEKIT_MODEL or the local model)")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                      help="protocol parameter, repeatable (e.g. --set temperature=0.2)")
-    run.add_argument("--seed", type=int, default=0)
-    run.add_argument("--seeds", type=_positive, default=1,
-                     help="run each item under N seeds (seed, seed+1, ...); intervals resample items, then seeds")
-    run.add_argument("--api-base", metavar="URL",
-                     help="OpenAI-compatible server for --model (vLLM, llama.cpp, Ollama, `debatekit serve`)")
-    run.add_argument("--api-key-env", metavar="NAME",
-                     help="environment variable holding the API key for --model (the key is never written)")
-    run.add_argument("--concurrency", type=_positive, default=4, help="debates run at once")
-    run.add_argument("--token-budget", type=_positive, help="completion tokens per debate")
-    run.add_argument("--max-tokens", type=_positive,
-                     help="completion tokens per call (default: the reply's own; a free-text answer's is set "
-                          "per answer kind, docs/answers.md; else 512)")
-    run.add_argument("--timeout", type=float,
-                     help="seconds per model call (default: 120 for a provider, 900 for a local/ model)")
     run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
-    run.add_argument("--no-cache", action="store_true", help="do not reuse cached replies")
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
     run.add_argument("--allow-protocol-change", action="store_true",
                      help="with --resume: continue although the protocol's file changed since the run began "
@@ -119,7 +93,7 @@ def cmd_run(args) -> int:
     from debatekit._base.terminal import visible
     from debatekit.records.schemas import RunConfig
 
-    sets = _parse_set(args.sets)
+    sets, settings = _parse_set(args.sets), config_settings(args)
     if args.resume and not args.out:
         raise ValueError("--resume needs --out RUN_DIR: the folder of the run to continue")
     if args.allow_protocol_change and not args.resume:
@@ -132,11 +106,7 @@ def cmd_run(args) -> int:
         params = spec.map_flags({k: v for k, v in sets.items() if spec.accepts(k)},
                                 agents=args.agents, rounds=args.rounds)
         spec.validate(params)
-        configs.append(RunConfig(protocol=name, dataset=args.dataset, limit=args.limit, model=args.model,
-                                 params=params, seed=args.seed, seeds=args.seeds, concurrency=args.concurrency,
-                                 api_base=args.api_base, api_key_env=args.api_key_env,
-                                 token_budget=args.token_budget, max_tokens=args.max_tokens, call_timeout=args.timeout,
-                                 cache=not args.no_cache))
+        configs.append(RunConfig(protocol=name, params=params, **settings))
     _check_all_used(args, sets, [registry.get(n) for n in args.protocols])
     outs = [args.out and (Path(args.out) / c.protocol if len(configs) > 1 else Path(args.out)) for c in configs]
     resume = [args.resume] * len(outs)

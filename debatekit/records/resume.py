@@ -15,18 +15,23 @@ from debatekit.records.schemas import Parent, RunConfig, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError, git_commit, now
 from debatekit.records.work import work_of
 
-LATER_FIELDS = {"seeds": 1, "api_base": None, "api_key_env": None}  # added later: hashed only when set
 UNHASHED = {"concurrency", "max_calls_in_flight", "cache"}
 """Run settings that do not change results: left out of the config hash, so a resume may change them."""
+FIRST_FIELDS = frozenset({"protocol", "dataset", "limit", "model", "params", "seed", "call_timeout", "round_timeout",
+                          "debate_timeout", "token_budget", "max_tokens", "model_options"})
+"""The settings the hash has always held, at any value. Every `RunConfig` field added since (`seeds`,
+`api_base`, `api_key_env`, and any to come) is hashed only where it differs from its default, so that a
+new setting leaves the hash of every run recorded before it as it was, and those runs still resume."""
 
 
 def config_hash(config: RunConfig) -> str:
     """Hash of what determines the results (not where they are written)."""
     data = public_config(config).model_dump(mode="json", exclude=UNHASHED)
     data["model"] = config.run_model
-    for key, default in LATER_FIELDS.items():  # so that runs written before these fields still resume
-        if data.get(key) == default:
-            data.pop(key, None)
+    for key, field in type(config).model_fields.items():
+        if key not in FIRST_FIELDS and key in data and getattr(config, key) == field.get_default(
+                call_default_factory=True):
+            del data[key]
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:12]
 
 

@@ -20,7 +20,15 @@ class Strict(BaseModel):
 
 
 class RunConfig(Strict):
-    """Everything that defines a run; its hash identifies the configuration."""
+    """Everything that defines a run; its hash identifies the configuration.
+
+    The one configuration object of a run, end to end: `debatekit run` makes a flag of each field
+    (`cli.flags`, its docstring the flag's help), a sweep point is one (`sweep.point_config`), the
+    sweep notebook takes one as its `config`, and run.json records it. A field added here is all of
+    these at once, and leaves the hash of runs recorded before it as it was (`resume.FIRST_FIELDS`).
+    """
+
+    model_config = ConfigDict(use_attribute_docstrings=True)  # the docstrings are the flags' help
 
     protocol: str
     """Registered protocol name (`debatekit protocols`)."""
@@ -29,7 +37,7 @@ class RunConfig(Strict):
     limit: int | None = Field(None, ge=1)
     """Use only the first N items."""
     model: str | None = None
-    """litellm model string; None means $DEBATEKIT_MODEL or the embedded local model."""
+    """litellm model string (default: $DEBATEKIT_MODEL, else the embedded local model)."""
     params: dict[str, Any] = {}
     """Protocol parameters (agents, rounds, ...), validated against the protocol."""
     seed: int = 0
@@ -39,9 +47,10 @@ class RunConfig(Strict):
     concurrency: int = Field(4, ge=1)
     """Debates (items) run at once."""
     max_calls_in_flight: int | None = Field(None, ge=1)
-    """Model calls in flight per model; None: per provider default."""
+    """Model calls in flight per model (default: the provider's own)."""
     call_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
-    """Seconds per model call attempt; None: 120 for a provider, 900 for a `local/` model (the model kind's, `model_kinds.policy(model).call_timeout`)."""
+    """Seconds per model call attempt (default: the model kind's, `kinds.policy(model).call_timeout`: 120 for a
+    provider, 900 for a `local/` model)."""
     round_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
     """Seconds per parallel phase; unfinished agents are cut off and logged."""
     debate_timeout: float | None = Field(None, gt=0, allow_inf_nan=False)
@@ -49,8 +58,8 @@ class RunConfig(Strict):
     token_budget: int | None = Field(None, ge=1)
     """Completion tokens per debate; the debate stops with reason `budget`."""
     max_tokens: int | None = Field(None, ge=1)
-    """Completion tokens per call; None: the reply's own default (a free-text answer's is chosen per
-    answer kind from measured reply lengths, `answers.REPLY_TOKENS`), else 512."""
+    """Completion tokens per call (default: the reply's own; a free-text answer's is chosen per answer
+    kind from measured reply lengths, `answers.REPLY_TOKENS`, docs/answers.md; else 512)."""
     cache: bool = True
     """Reuse cached replies; a re-run of the same config makes zero model calls."""
     model_options: dict[str, dict[str, Any]] = {}
@@ -58,7 +67,7 @@ class RunConfig(Strict):
     api_base: str | None = None
     """Base URL of an OpenAI-compatible server for `model` (vLLM, llama.cpp, Ollama, `debatekit serve`)."""
     api_key_env: str | None = None
-    """Name of the environment variable holding the API key for `model`; the key itself is never stored."""
+    """Name of the environment variable holding the API key for `model` (the key itself is never stored)."""
 
     @property
     def run_model(self) -> str:

@@ -27,5 +27,6 @@ from debatekit.sweep.execute import (  # noqa: F401
     EXECUTORS, Executor, LocalExecutor, PointResult, SweepResult, execute_point, is_complete, notebook_parameters,
     run_sweep)
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid, params_hash, point_id  # noqa: F401
-from debatekit.sweep.point import SIDECAR_VERSION, is_complete_sidecar, record_point, run_point  # noqa: F401
+from debatekit.sweep.point import (  # noqa: F401
+    SIDECAR_VERSION, is_complete_sidecar, point_config, record_point, run_point)
 from debatekit.sweep.tables import SweepData, collect, load  # noqa: F401

@@ -21,7 +21,7 @@ from debatekit._base.extras import need
 from debatekit._base.signals import DRAIN_FILE, die_with_parent, stop_process_tree
 from debatekit._base.terminal import visible
 from debatekit.sweep.grid import Point, SweepError, expand_grid, load_grid, reused_point
-from debatekit.sweep.guard import anchored, check_points, estimate_seconds
+from debatekit.sweep.guard import check_points, estimate_seconds
 from debatekit.sweep.point import degraded_debates, is_complete_sidecar, items_done, stamp, unanswered_debates
 from debatekit.sweep.results import PointResult
 from debatekit.sweep.tables import collect
@@ -103,19 +103,12 @@ def notebook_parameters(notebook: Path | str) -> set[str]:
     return set(papermill.inspect_notebook(str(notebook)))
 
 
-def _notebook_args(point: Point, declared: set[str], out: Path, base: Path | None = None) -> dict:
-    params, extra = {}, {}
-    for key, value in point.parameters.items():
-        (params if key in declared else extra)[key] = anchored(value, base) if key == "protocol" else value
-    if extra:
-        if "extra" not in declared:
-            raise SweepError(f"point {point.id}: the notebook has no parameter {', '.join(map(repr, extra))}")
-        params["extra"] = {**(params.get("extra") or {}), **extra}
-    if "limit" in declared:  # no limit in the grid is every item, as with `debatekit run`, whatever the notebook's default
-        params.setdefault("limit", None)
-    params["out_dir"] = _rel(out / point.id)
-    params["summary_path"] = _rel(out / f"{point.id}.json")
-    return params
+def _notebook_args(point: Point, config, out: Path) -> dict:
+    """The notebook's parameters for a point: its `RunConfig` (`point.point_config`) as one dict of the
+    settings the grid gives (the others are the run's defaults, so a grid with no limit runs every item
+    whatever the notebook's own `config` says), its run folder and its sidecar."""
+    return {"config": config.model_dump(mode="json", exclude_unset=True), "out_dir": _rel(out / point.id),
+            "summary_path": _rel(out / f"{point.id}.json")}
 
 
 def _point_to_folder(args: dict, points: list[Point], out: Path) -> None:
@@ -125,9 +118,9 @@ def _point_to_folder(args: dict, points: list[Point], out: Path) -> None:
     Raises:
         SweepError: no point, or more than one, runs that protocol (`grid.reused_point`).
     """
-    extra = args.get("extra") or {}
-    if (named := reused_point(extra.get("reuse"), points)) is not None:
-        args["extra"] = {**extra, "reuse": _rel(out / named.id)}
+    params = args["config"].get("params") or {}
+    if (named := reused_point(params.get("reuse"), points)) is not None:
+        args["config"] = {**args["config"], "params": {**params, "reuse": _rel(out / named.id)}}
 
 
 def _rel(path: Path) -> str:
@@ -174,7 +167,8 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     """Execute `notebook` once per grid point into `out`, skipping complete points, then aggregate.
 
     Args:
-        notebook: a notebook with a `parameters` cell that writes its sidecar (`record_point`).
+        notebook: a notebook whose `parameters` cell declares `config` (a point's `RunConfig` as a dict),
+            `out_dir` and `summary_path`, and that writes its sidecar (`record_point`), as run_debate.ipynb does.
         grid: a grid mapping or the path of a grid YAML file (see module docstring).
         out: the sweep folder (created).
         workers: points run at once.
@@ -188,7 +182,7 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
             notebook must declare the parameter (run_debate.ipynb does), degraded debates or not.
         confirm: called with (points to run, points complete, estimated seconds or None) once every point
             is checked and before any runs; False ends the sweep with a SweepError, nothing started.
-        extent: run each point only this far (a look of a study's plan): its notebook's `limit` is
+        extent: run each point only this far (a look of a study's plan): its config's `limit` is
             this, a point is complete once its run has this many items, and a later sweep with a larger
             extent resumes it; the point's id and digest stay its grid's (its `limit` the plan's last look).
 
@@ -205,9 +199,9 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     grid_data = grid if isinstance(grid, dict) else load_grid(grid)
     points = expand_grid(grid_data)
     base = None if isinstance(grid, dict) else Path(grid).resolve().parent  # protocol files are relative to it
-    check_points(points, base)
+    configs = check_points(points, base)
     declared = notebook_parameters(notebook)
-    missing = {"out_dir", "summary_path"} - declared
+    missing = {"config", "out_dir", "summary_path"} - declared
     if missing:
         raise SweepError(f"notebook {notebook} must declare {', '.join(sorted(missing))} in its parameters cell")
     if retry_degraded and "retry_degraded" not in declared:
@@ -216,15 +210,15 @@ def run_sweep(notebook: Path | str, grid: dict | Path | str, out: Path | str, *,
     with sweep_lock(out):  # one sweep writes in a folder at a time
         (out / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request to drain is spent
         tasks, results = [], []
-        for point in points:
-            args = _notebook_args(point, declared, out, base)
+        for point, config in zip(points, configs):
+            args = _notebook_args(point, config, out)
             _point_to_folder(args, points, out)
             if retry_degraded:
                 args["retry_degraded"] = True
             sidecar = out / f"{point.id}.json"
             complete = is_complete(out, point)
             if extent is not None:
-                args["limit"] = extent
+                args["config"] = {**args["config"], "limit": extent}
                 complete = complete and items_done(sidecar) >= extent
             # a complete point with unanswered debates is run again (it resumes: only those are retried)
             if complete and not unanswered_debates(sidecar) and not (retry_degraded and degraded_debates(sidecar)):

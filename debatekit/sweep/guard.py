@@ -1,6 +1,6 @@
-"""Checks before a sweep starts any kernel: every point's protocol parameters, and the size of the grid.
+"""Checks before a sweep starts any kernel: every point's configuration, and the size of the grid.
 
-A wrong value (`agents: three`, an unknown parameter or protocol) fails the whole sweep at once,
+A wrong value (`agents: three`, `limit: 0`, an unknown parameter or protocol) fails the whole sweep at once,
 naming the point, instead of after a kernel has started for each point. A grid of more than
 `LARGE` points to run says how many and roughly how long first, and asks before starting when
 stdin is a terminal (`--yes` skips the question).
@@ -8,7 +8,6 @@ stdin is a terminal (`--yes` skips the question).
 
 from __future__ import annotations
 
-import inspect
 import json
 import statistics
 import sys
@@ -21,59 +20,35 @@ LARGE = 200
 """Points to run above which `debatekit sweep` asks before starting (at a terminal)."""
 SECONDS_PER_POINT = 4.0
 """What a point costs beside its run: a Jupyter kernel starts, runs the notebook, stops."""
-NOTEBOOK_ALIASES = {"timeout"}
-"""Notebook parameters that run_debate.ipynb passes to `run_point` under another name (call_timeout)."""
-
-
-def anchored(protocol, base: Path | None):
-    """A protocol name as a kernel must see it: a relative `file.py:name` taken from `base` (the
-    grid file's folder), made absolute; any other name unchanged."""
-    from debatekit import registry
-
-    if base is None or not isinstance(protocol, str) or not registry.is_file_reference(protocol):
-        return protocol
-    path, _, name = protocol.rpartition(":")
-    return protocol if Path(path).is_absolute() else f"{(base / path).resolve()}:{name}"
-
-
-def check_points(points: list[Point], base: Path | None = None) -> None:
-    """Validate the protocol parameters of every point that names a protocol (a protocol file
-    relative to `base`, the grid's folder).
+def check_points(points: list[Point], base: Path | None = None) -> list:
+    """The configuration of every point, in order (`point.point_config`; a protocol file relative to
+    `base`, the grid's folder), its protocol parameters validated.
 
     Raises:
-        SweepError: the first point with an unknown protocol, an unknown parameter or a wrong value.
+        SweepError: the first point with an unknown protocol, an unknown parameter, a wrong value or a
+            run setting `RunConfig` refuses.
     """
-    from debatekit import registry
+    from pydantic import ValidationError
 
-    run_keys = _run_keys()
-    checked = set()
+    from debatekit import registry
+    from debatekit._base.validation import first_error
+    from debatekit.sweep.point import point_config
+
+    checked, configs = set(), []
     for point in points:
-        params = dict(point.parameters)
-        if "protocol" not in params:
-            continue
-        protocol = params.pop("protocol")
-        given = {k: v for k, v in params.items() if k not in run_keys | {"thresholds", "extra"}}
-        for nested in ("thresholds", "extra"):
-            if isinstance(params.get(nested), dict):
-                given.update(params[nested])
-        given = {k: v for k, v in given.items() if v is not None}
-        key = json.dumps([protocol, given], sort_keys=True, default=str)
-        if key in checked:  # points that differ only in run settings (seed, dataset) are checked once
-            continue
-        checked.add(key)
         try:
-            spec = registry.get(str(anchored(protocol, base)))
-            spec.validate(spec.generic(given))
+            config = point_config(point.parameters, base)
+            key = json.dumps([config.protocol, config.params], sort_keys=True, default=str)
+            if key not in checked:  # points that differ only in run settings (seed, dataset) are checked once
+                checked.add(key)
+                registry.get(config.protocol).validate(config.params)
         except registry.ProtocolError as exc:
             raise SweepError(f"point {point.id}: {exc}") from exc
-
-
-def _run_keys() -> set[str]:
-    """Parameters of `run_point` itself; the rest of a point (and its `thresholds`, `extra`) are the protocol's."""
-    from debatekit.sweep.point import run_point
-
-    named = inspect.signature(run_point).parameters.values()
-    return {p.name for p in named if p.kind is not inspect.Parameter.VAR_KEYWORD} | NOTEBOOK_ALIASES
+        except ValidationError as exc:
+            field, message = first_error(exc)
+            raise SweepError(f"point {point.id}: run setting {field!r}: {message}") from exc
+        configs.append(config)
+    return configs
 
 
 def estimate_seconds(out: Path, to_run: int, workers: int) -> float | None:

@@ -162,7 +162,7 @@ def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool 
     from debatekit import datasets
     from debatekit.analysis import study
     from debatekit.sweep.grid import expand_grid, reused_point
-    from debatekit.sweep.point import run_point
+    from debatekit.sweep.point import point_config, run_point
 
     grid_path = Path(grid_path)
     grid = load_grid(grid_path)
@@ -176,20 +176,20 @@ def estimate(grid_path: Path | str, items: int = ESTIMATE_ITEMS, progress: bool 
     with tempfile.TemporaryDirectory(prefix="debatekit-estimate-") as scratch:
         rows = []
         for point in points:
-            p = dict(point.parameters)
-            all_items, _ = datasets.load(p.pop("dataset"))
+            config = point_config(point.parameters, grid_path.parent)
+            all_items, _ = datasets.load(config.dataset)
             outside = all_items[sample:sample + items]
             if len(outside) < items:
                 raise SweepError(f"cannot estimate: the dataset has {len(all_items)} items, {len(outside)} past the "
                                  f"study's {sample}; {items} are needed")
             data = Path(scratch) / f"{point.id}.jsonl"
             data.write_text("".join(json.dumps(item.model_dump(mode="json")) + "\n" for item in outside))
-            protocol = p.pop("protocol")
-            p.pop("limit", None)
-            if (named := reused_point(p.get("reuse"), points)) is not None:  # another point's round 1, run here first
-                p["reuse"] = str(Path(scratch) / named.id)
-            p = {("call_timeout" if k == "timeout" else k): v for k, v in p.items()}  # as the point's notebook names it
-            result = run_point(protocol, str(data), str(Path(scratch) / point.id), cache=False, progress=progress, **p)
+            params = dict(config.params)
+            # another point's round 1, run here first
+            if (named := reused_point(params.get("reuse"), points)) is not None:
+                params["reuse"] = str(Path(scratch) / named.id)
+            config = config.model_copy(update={"dataset": str(data), "limit": None, "cache": False, "params": params})
+            result = run_point(config, str(Path(scratch) / point.id), progress=progress)
             tables, _ = study.load(result.path)
             work = study.compute(tables).iloc[0]
             done = max(len(result.debates), 1)

@@ -1,62 +1,100 @@
-"""One sweep point: run its configuration inside the notebook and record the sidecar the sweep reads."""
+"""One sweep point: its configuration (`point_config`), run inside the notebook (`run_point`), and the
+sidecar the sweep reads (`record_point`)."""
 
 from __future__ import annotations
 
 import json
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from debatekit._base import files
-from debatekit.sweep.grid import RESERVED
 
-SIDECAR_VERSION = 1
+if TYPE_CHECKING:
+    from debatekit.records.schemas import RunConfig
+
+SIDECAR_VERSION = 2
+"""2: the sidecar holds the run's `config` (version 1 held the notebook's parameters)."""
+GRID_NAMES = {"timeout": "call_timeout"}
+"""Grid keys that name a `RunConfig` field another way: a grid's `timeout` is the run's `call_timeout`,
+as `debatekit run --timeout` is."""
+PARAMS_IN = ("params", "extra", "thresholds")
+"""Grid keys whose mapping holds protocol parameters: `params`, as in `RunConfig`; `extra` and
+`thresholds`, as grids wrote them when the notebook took its parameters one by one."""
 
 
-def run_point(protocol: str, dataset: str, out_dir: str, *, limit: int | None = None, model: str | None = None,
-              seed: int = 0, seeds: int = 1, concurrency: int = 4, call_timeout: float | None = None,
-              progress: bool = True, api_base: str | None = None, api_key_env: str | None = None,
-              model_options: dict | None = None, max_tokens: int | None = None, retry_degraded: bool = False,
-              cache: bool = True, **params):
-    """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
+def anchored(protocol, base: Path | None):
+    """A protocol name as a kernel must see it: a relative `file.py:name` taken from `base` (the
+    grid file's folder), made absolute; any other name unchanged."""
+    from debatekit import registry
 
-    `params` are protocol parameters; None values mean "the protocol's default". `rounds` and
-    `agents` mean what `debatekit run --rounds/--agents` mean (dynamics: `rounds` is `max_rounds`).
-    A non-None parameter the protocol does not have is an error. `seeds` runs each item under that many
-    seeds. `api_base` and `api_key_env` (the name of the variable holding the key) go with
-    `model`, e.g. an OpenAI-compatible server such as `debatekit serve` (see `RunConfig`);
-    other litellm arguments go in `model_options`. `retry_degraded` also runs again the debates a previous
-    attempt finished as `degraded` (an answer although some of its calls failed; `debatekit run
-    --resume --retry-degraded`). `cache` False runs without the response cache (`sweep.plan.estimate`).
+    if base is None or not isinstance(protocol, str) or not registry.is_file_reference(protocol):
+        return protocol
+    path, _, name = protocol.rpartition(":")
+    return protocol if Path(path).is_absolute() else f"{(base / path).resolve()}:{name}"
+
+
+def point_config(parameters: dict, base: Path | None = None) -> RunConfig:
+    """The `RunConfig` a grid point runs: the one place where a grid's keys become a run's configuration.
+
+    A key that is a `RunConfig` field (or `timeout`, `GRID_NAMES`) sets that field; every other key, and
+    each one of a mapping under `params`, `extra` or `thresholds`, is a protocol parameter, where
+    `agents` and `rounds` mean what `debatekit run --agents/--rounds` mean (dynamics' `rounds` is its
+    `max_rounds`: `ProtocolSpec.generic`). A None value is the default (the run's or the protocol's).
+    A protocol file's relative path is taken from `base`, the grid's folder. The protocol parameters
+    are checked when the run builds its protocol (before any kernel starts: `guard.check_points`).
+
+    Raises:
+        pydantic.ValidationError: a run setting `RunConfig` refuses (or no protocol or dataset).
+        ProtocolError: an unknown protocol.
     """
     from debatekit import registry
     from debatekit.records.schemas import RunConfig
+
+    fields, params, nested = {}, {}, {}
+    for key, value in parameters.items():
+        name = GRID_NAMES.get(key, key)
+        if name in PARAMS_IN and isinstance(value, dict):
+            nested.update(value)
+        elif name in RunConfig.model_fields and name != "params":
+            fields[name] = value
+        else:
+            params[key] = value
+    fields = {k: v for k, v in fields.items() if v is not None}
+    if "protocol" in fields:
+        fields["protocol"] = anchored(fields["protocol"], base)
+        spec = registry.get(str(fields["protocol"]))
+        params = spec.generic({k: v for k, v in {**params, **nested}.items() if v is not None})
+    return RunConfig(**fields, params=params)
+
+
+def run_point(config: RunConfig | dict, out_dir: str | Path, *, retry_degraded: bool = False, progress: bool = True):
+    """Run one configuration into `out_dir` (resuming it if a previous attempt was cut short).
+
+    Args:
+        config: a `RunConfig`, or its dict (what `debatekit sweep` gives the notebook: `point_config`).
+        retry_degraded: also run again the debates a previous attempt finished as `degraded` (an answer
+            although some of its calls failed; `debatekit run --resume --retry-degraded`).
+    """
+    from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
 
-    spec = registry.get(protocol)
-    given = spec.generic({k: v for k, v in params.items() if v is not None})
-    spec.validate(given)
-    extra = {"max_tokens": max_tokens} if max_tokens else {}
-    config = RunConfig(protocol=protocol, dataset=dataset, limit=limit, model=model, params=given, seed=seed,
-                       seeds=seeds, concurrency=concurrency, call_timeout=call_timeout, api_base=api_base,
-                       api_key_env=api_key_env, cache=cache, **extra)
-    if model_options:
-        config = config.model_copy(update={"model_options": {config.run_model: model_options}})
-    return run(config, out_dir, resume=True, retry_degraded=retry_degraded, progress=progress)
+    return run(RunConfig.model_validate(config), out_dir, resume=True, retry_degraded=retry_degraded,
+               progress=progress)
 
 
-def record_point(summary_path: str | None, result, parameters: dict) -> dict:
-    """Write the sidecar the sweep reads: status, parameters, run folder, summary, provenance.
+def record_point(summary_path: str | None, result) -> dict:
+    """Write the sidecar the sweep reads: status, the run's configuration, run folder, summary, provenance.
 
-    `parameters` are the notebook's parameters (the sweep then stamps the point's hash on
-    the file). With no `summary_path` (an interactive run) nothing is written.
+    The sweep then stamps the point's hash on the file. With no `summary_path` (an interactive run)
+    nothing is written.
     """
-    point = {k: v for k, v in parameters.items() if k not in RESERVED}
     record = result.record
     where = Path(result.path).resolve()
     if summary_path:  # relative to the sidecar, so a sweep folder can move
         where = Path(os.path.relpath(where, Path(summary_path).resolve().parent))
-    data = {"sidecar_version": SIDECAR_VERSION, "status": record.status, "parameters": point,
-            "run_path": str(where), "run_id": record.run_id,
+    data = {"sidecar_version": SIDECAR_VERSION, "status": record.status,
+            "config": record.config.model_dump(mode="json"), "run_path": str(where), "run_id": record.run_id,
             "config_hash": record.config_hash, "model": record.model, "seed": record.config.seed,
             "protocol": record.config.protocol, "dataset": record.dataset.name,
             "debatekit_version": record.debatekit_version, "git_commit": record.git_commit,

@@ -34,8 +34,9 @@ def test_an_api_base_reaches_the_run_config(tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-real-secret-key")
     dataset = tmp_path / "a.jsonl"
     dataset.write_text(json.dumps({"id": "q1", "question": "What is 1?", "answer": 1}) + "\n")
-    result = sweep.run_point("single", str(dataset), str(tmp_path / "run"), model="scripted/schema",
-                             api_base="http://127.0.0.1:1/v1", max_tokens=32, progress=False)
+    point = {"protocol": "single", "dataset": str(dataset), "api_base": "http://127.0.0.1:1/v1"}
+    result = sweep.run_point({**point, "model": "scripted/schema", "max_tokens": 32}, str(tmp_path / "run"),
+                             progress=False)
     config = result.record.config
     assert config.max_tokens == 32
     assert config.api_base == "http://127.0.0.1:1/v1" and config.model_options == {}
@@ -45,8 +46,7 @@ def test_an_api_base_reaches_the_run_config(tmp_path, monkeypatch):
 
     monkeypatch.setattr("debatekit.runner.run", lambda config, *a, **k: config)
     for model in ("openai/m", "anthropic/claude-x"):
-        config = sweep.run_point("single", str(dataset), str(tmp_path / "run2"), model=model,
-                                 api_base="http://127.0.0.1:1/v1")
+        config = sweep.run_point({**point, "model": model}, str(tmp_path / "run2"))
         assert isinstance(config, RunConfig)
         assert connection_options(config) == {"api_base": "http://127.0.0.1:1/v1", "api_key": "none"}
     local_config = RunConfig(protocol="single", dataset="arithmetic", model="local/x", api_base="http://127.0.0.1:1/v1")

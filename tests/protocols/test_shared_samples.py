@@ -57,8 +57,8 @@ def test_a_grid_names_the_debate_point_and_the_sweep_passes_its_folder(tmp_path)
     points = expand_grid({"parameters": {"dataset": "arithmetic"},
                           "points": [{"protocol": "society_of_mind", "rounds": 3},
                                      {"protocol": "self_consistency", "samples": 9, "reuse": "society_of_mind"}]})
-    args = {"extra": {"reuse": "society_of_mind", "samples": 9}}
+    args = {"config": {"protocol": "self_consistency", "params": {"reuse": "society_of_mind", "samples": 9}}}
     _point_to_folder(args, points, tmp_path)
-    assert Path(args["extra"]["reuse"]).name == points[0].id
+    assert Path(args["config"]["params"]["reuse"]).name == points[0].id
     with pytest.raises(SweepError, match="0 points of the grid run 'mad'"):
-        _point_to_folder({"extra": {"reuse": "mad"}}, points, tmp_path)
+        _point_to_folder({"config": {"params": {"reuse": "mad"}}}, points, tmp_path)

@@ -190,10 +190,9 @@ def test_a_sweep_grid_takes_topology_names_and_an_adjacency(tmp_path, model_from
     out.mkdir()
     write_meta(out, tmp_path / "nb.ipynb", grid, points)
     for point in points:
-        p = dict(point.parameters)
-        result = sweep.run_point(p.pop("protocol"), p.pop("dataset"), str(out / point.id), progress=False, **p)
+        result = sweep.run_point(sweep.point_config(point.parameters), str(out / point.id), progress=False)
         sidecar = out / f"{point.id}.json"
-        sweep.record_point(str(sidecar), result, point.parameters)
+        sweep.record_point(str(sidecar), result)
         assert stamp(sidecar, point.digest)
     summary = sweep.collect(out)
     assert sorted(summary["topology"]) == sorted(
@@ -207,7 +206,7 @@ def test_a_sweep_grid_takes_topology_names_and_an_adjacency(tmp_path, model_from
 
 
 def test_a_bad_adjacency_in_a_sweep_grid_names_the_point(tmp_path):
-    points = sweep.expand_grid({"parameters": {"protocol": "society_of_mind", "agents": 4},
+    points = sweep.expand_grid({"parameters": {"protocol": "society_of_mind", "dataset": "arithmetic", "agents": 4},
                                 "grid": {"topology": ["ring", "mesh"]}})
     with pytest.raises(sweep.SweepError, match="point .*mesh.*parameter 'topology'"):
         check_points(points)

@@ -151,11 +151,8 @@ def points_here(monkeypatch):
     def execute(notebook, output, parameters=None, **kwargs):
         if not str(notebook).endswith("run_debate.ipynb"):
             return real(notebook, output, parameters=parameters, **kwargs)
-        p = dict(parameters)
-        result = sweep.run_point(p["protocol"], p["dataset"], p["out_dir"], limit=p.get("limit"), model=p.get("model"),
-                                 progress=False, **p.get("extra", {}))
-        sweep.record_point(p["summary_path"], result, {k: p.get(k) for k in ("protocol", "dataset", "limit", "model",
-                                                                             "extra")})
+        result = sweep.run_point(parameters["config"], parameters["out_dir"], progress=False)
+        sweep.record_point(parameters["summary_path"], result)
         nbformat.write(nbformat.v4.new_notebook(), output)
 
     monkeypatch.setattr(papermill, "execute_notebook", execute)

@@ -214,7 +214,7 @@ def test_executed_notebook_records_its_parameters(real_sweep):
     done = next(r for r in first.results if r.status == "complete")
     nb = nbformat.read(done.notebook, as_version=4)
     params = nb.metadata["papermill"]["parameters"]
-    assert params["model"] == "scripted/schema" and params["agents"] in (1, 2)
+    assert params["config"]["model"] == "scripted/schema" and params["config"]["params"]["agents"] in (1, 2)
     assert params["summary_path"].endswith(f"{done.point_id}.json")
 
 
@@ -268,8 +268,9 @@ def test_a_clean_sweep_shuts_its_kernels_down_without_interrupting_them(tmp_path
 
 
 def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
-    result = sweep.run_point("dynamics", "decisions", str(tmp_path / "dyn"), limit=1, model="scripted/schema",
-                             rounds=2, progress=False)
+    config = sweep.point_config({"protocol": "dynamics", "dataset": "decisions", "limit": 1, "model": "scripted/schema",
+                                 "rounds": 2})
+    result = sweep.run_point(config, str(tmp_path / "dyn"), progress=False)
     assert result.record.status == "complete" and result.record.config.params == {"max_rounds": 2}
     (debate,) = result.debates
     assert 1 <= len(debate.rounds) <= 2
@@ -278,9 +279,10 @@ def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
 def test_a_points_rounds_for_a_protocol_without_rounds_is_named(tmp_path):
     from debatekit.registry import ProtocolError
 
+    config = sweep.point_config({"protocol": "single", "dataset": "arithmetic", "limit": 1, "model": "scripted/schema",
+                                 "rounds": 2})
     with pytest.raises(ProtocolError, match="rounds"):
-        sweep.run_point("single", "arithmetic", str(tmp_path / "s"), limit=1, model="scripted/schema", rounds=2,
-                        progress=False)
+        sweep.run_point(config, str(tmp_path / "s"), progress=False)
 
 
 def test_a_second_sweep_on_the_same_folder_is_refused_up_front(tmp_path, monkeypatch, capsys):
@@ -324,14 +326,14 @@ def test_a_failed_points_error_is_printed_with_its_terminal_escapes_as_text(tmp_
 
 
 def test_a_grid_without_limit_runs_every_item_whatever_the_notebooks_default(tmp_path, monkeypatch):
-    """run_debate.ipynb's parameters cell says `limit = 3`; a grid that names no limit gets all items."""
+    """run_debate.ipynb's parameters cell says `"limit": 3`; a grid that names no limit gets all items."""
     import papermill
 
-    assert "limit = 3" in "".join(nbformat.read(NOTEBOOK, as_version=4).cells[1].source)
+    assert '"limit": 3,' in "".join(nbformat.read(NOTEBOOK, as_version=4).cells[1].source)
     given = []
     monkeypatch.setattr(papermill, "execute_notebook", lambda nb, out, parameters=None, **k: given.append(parameters))
     monkeypatch.chdir(tmp_path)
     sweep.run_sweep(NOTEBOOK, {"points": [{"protocol": "single", "dataset": "arithmetic"},
                                           {"protocol": "single", "dataset": "arithmetic", "limit": 2}]},
                     tmp_path / "out", executor=InProcess(), progress=False)
-    assert sorted((p["limit"] is None, p["limit"]) for p in given) == [(False, 2), (True, None)]
+    assert sorted(p["config"].get("limit", 0) for p in given) == [0, 2]  # left out: RunConfig's default, every item

@@ -246,18 +246,53 @@ def test_run_sweep_confirm_false_starts_nothing(tmp_path):
 
 
 def test_run_settings_in_a_grid_are_not_taken_for_protocol_parameters():
-    points = sweep.expand_grid({"parameters": {"protocol": "society_of_mind", "seeds": 2, "api_key_env": "KEY",
-                                               "timeout": 30, "limit": 3, "extra": {"temperature": 0.2}},
+    points = sweep.expand_grid({"parameters": {"protocol": "society_of_mind", "dataset": "arithmetic", "seeds": 2,
+                                               "api_key_env": "KEY", "timeout": 30, "limit": 3,
+                                               "extra": {"temperature": 0.2}},
                                 "grid": {"agents": [1, 2]}})
-    guard.check_points(points)
+    configs = guard.check_points(points)
+    assert [c.params for c in configs] == [{"temperature": 0.2, "agents": 1}, {"temperature": 0.2, "agents": 2}]
+    assert (configs[0].seeds, configs[0].api_key_env, configs[0].call_timeout, configs[0].limit) == (2, "KEY", 30, 3)
     with pytest.raises(sweep.SweepError, match="temperature"):
-        guard.check_points(sweep.expand_grid({"protocol": ["society_of_mind"], "extra": [{"temperature": "hot"}]}))
+        guard.check_points(sweep.expand_grid({"protocol": ["society_of_mind"], "dataset": "arithmetic",
+                                              "extra": [{"temperature": "hot"}]}))
 
 
 def test_a_grids_rounds_pass_the_check_for_dynamics_whose_rounds_parameter_is_max_rounds():
-    guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [1, 2]}}))
+    configs = guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics", "dataset": "decisions"},
+                                                    "grid": {"rounds": [1, 2]}}))
+    assert [c.params for c in configs] == [{"max_rounds": 1}, {"max_rounds": 2}]
     with pytest.raises(sweep.SweepError, match="max_rounds"):
-        guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics"}, "grid": {"rounds": [0]}}))
+        guard.check_points(sweep.expand_grid({"parameters": {"protocol": "dynamics", "dataset": "decisions"},
+                                              "grid": {"rounds": [0]}}))
+
+
+@pytest.mark.parametrize("setting, message", [
+    ({"limit": 0}, "run setting 'limit': Input should be greater than or equal to 1"),
+    ({"timeout": -5}, "run setting 'call_timeout'"),
+    ({"seeds": "two"}, "run setting 'seeds'"),
+    ({"dataset": None}, "run setting 'dataset': Field required"),
+])
+def test_a_wrong_run_setting_in_a_grid_names_the_point_before_any_kernel_starts(setting, message):
+    points = sweep.expand_grid({"protocol": "single", "dataset": "arithmetic", **setting})
+    with pytest.raises(sweep.SweepError, match=f"point {points[0].id}: {message}"):
+        guard.check_points(points)
+
+
+def test_a_grid_key_named_like_a_run_config_field_sets_that_field():
+    """A RunConfig field is a grid key by its name, with no list of them to keep (a setting added to
+    RunConfig is a grid key at once); `timeout`, `agents`, `rounds`, `extra`, `thresholds` are shorthands."""
+    values = {"limit": 2, "model": "scripted/schema", "seed": 3, "seeds": 2, "concurrency": 7, "max_calls_in_flight": 2,
+              "call_timeout": 9.0, "round_timeout": 8.0, "debate_timeout": 7.0, "token_budget": 100, "max_tokens": 50,
+              "cache": False, "model_options": {"scripted/schema": {"x": 1}}, "api_base": "http://h/v1",
+              "api_key_env": "K"}
+    config = sweep.point_config({"protocol": "single", "dataset": "arithmetic", **values})
+    assert {k: v for k, v in config.model_dump().items() if k in values} == values and config.params == {}
+    shorthand = sweep.point_config({"protocol": "society_of_mind", "dataset": "arithmetic", "timeout": 30, "agents": 2,
+                                    "rounds": None, "personas": ["skeptic", "optimist"],
+                                    "thresholds": {"min_total": 1}, "params": {"temperature": 0.2}})
+    assert shorthand.call_timeout == 30 and shorthand.params == {
+        "agents": 2, "personas": ["skeptic", "optimist"], "min_total": 1, "temperature": 0.2}
 
 
 def test_a_sweep_killed_outright_takes_its_workers_and_kernels_with_it_and_the_same_command_finishes(tmp_path):
