@@ -28,7 +28,6 @@ is NaN or infinite, and a sampling temperature (`temperature`, `*_temperature`) 
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -39,6 +38,7 @@ from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
+from debatekit._base.plugins import import_file_once
 from debatekit._base.validation import did_you_mean, first_error
 from debatekit.datasets import Item
 from debatekit.records.resume import describe_source
@@ -345,31 +345,14 @@ def is_file_reference(name: str) -> bool:
     return bool(colon) and path.endswith(".py")
 
 
+def _set_loading(source: dict | None) -> None:
+    global _loading
+    _loading = source
+
+
 def _load_file(reference: str) -> ProtocolSpec:
     """Import the file of `path.py:name` (once per file and content) and return its protocol `name`."""
-    global _loading
-    path_text, _, wanted = reference.rpartition(":")
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise ProtocolError(f"protocol file {path_text!r} does not exist (in {reference!r})")
-    data = path.read_bytes()
-    digest = hashlib.sha256(data).hexdigest()
-    key = f"{path}@{digest}"
-    if key not in _loaded:
-        _loading = {"kind": "file", "path": str(path), "sha256": digest}
-        module_name = f"debatekit_file_{digest[:12]}"
-        try:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-        except ProtocolError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - named, one line
-            raise ProtocolError(f"protocol file {path} failed to import: {type(exc).__name__}: {exc}") from exc
-        finally:
-            _loading = None
-        _loaded.add(key)
+    path, wanted = import_file_once(reference, _loaded, "protocol", ProtocolError, _set_loading)
     found = _protocols.get(wanted)
     if found is None or found.source.get("path") != str(path):
         there = sorted(n for n, spec in _protocols.items() if spec.source.get("path") == str(path))

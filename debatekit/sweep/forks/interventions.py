@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -35,11 +34,11 @@ import json
 import re
 import sys
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable
 
 from pydantic import ValidationError, validate_call
 
+from debatekit._base.plugins import import_file_once
 from debatekit._base.validation import first_error
 from debatekit.engine import Ask, Debate, Shown
 from debatekit.records.schemas import DebateRecord
@@ -280,29 +279,14 @@ def _load() -> None:
             _loading = None
 
 
+def _set_loading(source: dict | None) -> None:
+    global _loading
+    _loading = source
+
+
 def _load_file(reference: str) -> Registered:
     """Import the file of `path.py:name` (once per content) and return its intervention `name`."""
-    global _loading
-    path_text, _, wanted = reference.rpartition(":")
-    path = Path(path_text).expanduser().resolve()
-    if not path.is_file():
-        raise InterventionError(f"intervention file {path_text!r} does not exist (in {reference!r})")
-    digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    if f"{path}@{digest}" not in _loaded:
-        _loading = {"kind": "file", "path": str(path), "sha256": digest}
-        module_name = f"debatekit_intervention_{digest[:12]}"
-        try:
-            spec = importlib.util.spec_from_file_location(module_name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[module_name] = module
-            spec.loader.exec_module(module)
-        except InterventionError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - named, one line
-            raise InterventionError(f"intervention file {path} failed to import: {type(exc).__name__}: {exc}") from exc
-        finally:
-            _loading = None
-        _loaded.add(f"{path}@{digest}")
+    path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading)
     found = _registered.get(wanted)
     if found is None or found.source.get("path") != str(path):
         raise InterventionError(f"intervention file {path} registers no intervention {wanted!r}")
