@@ -226,6 +226,7 @@ def test_round_two_reuses_each_agents_own_conversation_through_the_shared_engine
     (home / "models").mkdir(parents=True)
     (home / "models" / weights.name).symlink_to(weights)
     for name, value in {"DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_SLOTS": "2", "DEBATEKIT_LOCAL_ENGINE": "shared",
+                        "DEBATEKIT_LOCAL_SPARE_SLOTS": "0",  # 2 slots in all: some round-1 states must leave
                         "DEBATEKIT_ENGINE_IDLE": "20"}.items():
         monkeypatch.setenv(name, value)
     config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, cache=False, concurrency=2,
