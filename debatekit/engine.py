@@ -155,7 +155,8 @@ class Debate:
     # --- calls ------------------------------------------------------------------------------
     def ask(self, agent: str, messages: list[dict], output: type[BaseModel] | None = None, *,
             phase: str, round: int | None = None, **options) -> Ask:
-        """A call of `agent` in `phase`; options: model, temperature, max_tokens, sample, timeout.
+        """A call of `agent` in `phase`; options: model, temperature, max_tokens, sample, timeout, resample
+        (a number mixed into the call's sampling seed: a fork's new draws).
 
         `timeout` caps this whole call (all attempts and repairs) in seconds; past it the
         call is a timed-out Turn, logged like a round timeout.
@@ -187,7 +188,8 @@ class Debate:
         if self.intervention is not None:
             ask = self.intervention.asked(self, ask)  # another model, an added instruction, or the ask as it was
         opts = ask.options
-        seed = derive_seed(self.seed, _item_id(self.item), ask.agent, ask.round, ask.phase, opts.get("sample", 0))
+        seed = derive_seed(self.seed, _item_id(self.item), ask.agent, ask.round, ask.phase, opts.get("sample", 0),
+                           *(() if opts.get("resample") is None else ("resample", opts["resample"])))
         timeout = _min(self.limits.call_timeout, self.remaining)
         cap = _min(opts.get("timeout"), self.remaining)  # the whole call, all attempts
         if timeout == 0.0 or (cap is not None and cap <= 0.0):

@@ -12,7 +12,6 @@ the paired comparison with the parent.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 
@@ -44,6 +43,9 @@ def add(subparsers) -> dict:
     p.add_argument("--no-cache", action="store_true", help="ask the model from round R even where a reply is cached")
     p.add_argument("--resume", action="store_true", help="continue the fork in --out")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--resample", type=int, metavar="K",
+                   help="draw the calls from round R on under new sampling seeds (K picks them); without it a "
+                        "fork asks with the parent's seeds, and one that changes nothing repeats the parent")
     p.add_argument("--limit", type=int, metavar="N",
                    help="fork only the parent's first N items (an estimate; --resume without it goes on to the rest)")
     return {"fork": run}
@@ -91,7 +93,7 @@ def run(args) -> int:
     picked = chosen(args)
     result = fork(args.run, at_round=args.at_round, out=args.out, intervention=make(*picked) if picked else None,
                   model=args.model, params=_parse_set(args.sets), cache=False if args.no_cache else None,
-                  resume=args.resume, progress=not args.quiet, limit=args.limit)
+                  resume=args.resume, progress=not args.quiet, limit=args.limit, resample=args.resample)
     parent = RunFolder(args.run)
     before = RunResult(Path(args.run), parent.read_run(), parent.debates())
     print(visible(summary_table([result])))

@@ -254,6 +254,8 @@ class Parent(BaseModel):
     model: str | None = None
     """The model of every call from `at_round` on (an intervention may still swap one agent's); None:
     the parent's."""
+    resample: int | None = None
+    """Mixed into the sampling seed of every call from `at_round` on; None: the parent's seeds."""
 
 
 class RunRecord(BaseModel):

@@ -61,7 +61,7 @@ def test_a_fork_at_round_2_plays_round_1_back_and_asks_the_model_from_round_2(pa
     link = json.loads((tmp_path / "fork" / "run.json").read_text())["parent"]
     record = json.loads((parent / "run.json").read_text())
     assert link == {"run": str(parent.resolve()), "run_id": record["run_id"], "at_round": 2, "intervention": None,
-                    "model": None}
+                    "model": None, "resample": None}
 
 
 def run_debates(folder: Path):
@@ -347,3 +347,22 @@ def test_a_fork_of_the_first_items_goes_on_to_the_rest_when_resumed(parent, tmp_
     assert {r.item_id for r in asked()} == {"q1", "q3"}  # q2 had ended at round 1: no call
     with pytest.raises(ForkError, match="at least 1"):
         fork(parent, at_round=2, out=tmp_path / "other", limit=0, progress=False)
+
+
+def test_a_fork_that_changes_nothing_repeats_the_parents_seeds_unless_told_to_resample(parent, tmp_path):
+    def seeds_by_place(requests) -> dict:
+        return {(r.item_id, r.round, r.agent): r.params.get("seed") for r in requests}
+
+    scripted.register("fork-parent", fn=reply)
+    run(RunConfig(protocol="society_of_mind", dataset=str(parent.parent / "arith.jsonl"), model="scripted/fork-parent",
+                  params={"rounds": 3}, cache=False), tmp_path / "again", progress=False)
+    original = seeds_by_place(asked())  # the parent's calls, asked again under its run seed
+    scripted.register("fork-parent", fn=reply)
+    fork(parent, at_round=2, out=tmp_path / "same", cache=False, progress=False)
+    same = seeds_by_place(asked())
+    assert same and all(same[place] == original[place] for place in same)
+    scripted.register("fork-parent", fn=reply)
+    fork(parent, at_round=2, out=tmp_path / "resampled", cache=False, progress=False, resample=1)
+    resampled = seeds_by_place(asked())
+    assert resampled.keys() == same.keys() and all(resampled[p] != same[p] for p in same)
+    assert json.loads((tmp_path / "resampled" / "run.json").read_text())["parent"]["resample"] == 1

@@ -42,7 +42,8 @@ class ForkError(RunFolderError):
 
 def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: Intervention | None = None,
          model: str | None = None, params: dict[str, Any] | None = None, cache: bool | None = None,
-         resume: bool = False, progress: bool = True, limit: int | None = None) -> RunResult:
+         resume: bool = False, progress: bool = True, limit: int | None = None,
+         resample: int | None = None) -> RunResult:
     """Fork the run in `parent` at round `at_round` into the folder `out` (see the module).
 
     Args:
@@ -56,6 +57,10 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
         cache: reuse cached replies from `at_round` on; None: as the parent did.
         resume: continue the fork in `out`, which must fork the same run, round and intervention.
         progress: a progress bar.
+        resample: draw the calls from `at_round` on under sampling seeds mixed with this number, where
+            None keeps the parent's seeds (a fork that changes nothing then asks what the parent
+            asked, as the parent asked it); an identity fork with a `resample` is the control for
+            resampling alone.
         limit: fork only the parent's first `limit` items (in its dataset's order); None: every item.
             A later `resume` with a larger limit (or none) goes on to the rest.
 
@@ -88,7 +93,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     chosen = {item.id for item in items[:limit]}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
-                  intervention=intervention.describe() if intervention else None, model=model)
+                  intervention=intervention.describe() if intervention else None, model=model, resample=resample)
     if resume:
         _check_resume(Path(out), link)
     try:  # each local model assembled, verified and fitting before the first debate, as a run does
@@ -103,7 +108,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     try:
         result = run(config, out, gateway=gateway, progress=progress, resume=resume, parent=link,
                      only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
-                     intervention=Applied(intervention, at_round, model, plans))
+                     intervention=Applied(intervention, at_round, model, plans, resample))
     finally:
         if store is not None:
             store.close()

@@ -181,9 +181,9 @@ class Applied:
     on the debate. `plans` maps (item id, seed) to (parent record, wrong answer)."""
 
     def __init__(self, intervention: Intervention | None, at_round: int, model: str | None,
-                 plans: dict[tuple[str, int], tuple[DebateRecord | None, Any]]):
+                 plans: dict[tuple[str, int], tuple[DebateRecord | None, Any]], resample: int | None = None):
         self.intervention = intervention or Intervention()
-        self.at_round, self.model, self.plans = at_round, model, plans
+        self.at_round, self.model, self.plans, self.resample = at_round, model, plans, resample
 
     def context(self, debate: Debate, round: int, pool: dict[str, Shown] | None = None) -> Context:
         item = debate.item
@@ -215,9 +215,10 @@ class Applied:
         if text:
             debate.note(ask.agent, ask.round, {"intervention": hooks.name, "instruction": text})
         model = model or self.model
-        if not model and not text:
+        if not model and not text and self.resample is None:
             return ask
-        options = {**ask.options, **({"model": model} if model else {})}
+        options = {**ask.options, **({"model": model} if model else {}),
+                   **({} if self.resample is None else {"resample": self.resample})}
         messages = with_instruction(ask.messages, text) if text else ask.messages
         return debate.ask(ask.agent, messages, ask.output, phase=ask.phase, round=ask.round, **options)
 
