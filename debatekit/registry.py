@@ -31,14 +31,13 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import inspect
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Awaitable, Callable, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError, create_model
 
-from debatekit._base.plugins import import_file_once
+from debatekit._base.plugins import import_file_once, load_entry_points
 from debatekit._base.validation import did_you_mean, first_error
 from debatekit.datasets import Item
 from debatekit.records.resume import describe_source
@@ -313,25 +312,16 @@ def _load_builtin() -> None:
 
 def _load_plugins() -> None:
     """Import every installed package's `debatekit.protocols` entry points, once; a failure is one warning line."""
-    global _loading
     if "plugins" in _loaded:
         return
     _loaded.add("plugins")
-    from importlib.metadata import entry_points
+    load_entry_points(ENTRY_POINTS, _set_loading, _plugin_warning)
 
-    for point in entry_points(group=ENTRY_POINTS):
-        dist = getattr(point, "dist", None)
-        _loading = {"kind": "package", "package": getattr(dist, "name", None) or point.module,
-                    "version": getattr(dist, "version", None), "entry_point": f"{point.name} = {point.value}"}
-        try:
-            point.load()
-        except ProtocolError as exc:
-            print(f"debatekit: warning: plugin {point.name!r} ({describe(_loading)}) not loaded: {exc}", file=sys.stderr)
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
-            print(f"debatekit: warning: plugin {point.name!r} ({describe(_loading)}) failed to import: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        finally:
-            _loading = None
+
+def _plugin_warning(name: str, source: dict, exc: Exception) -> str:
+    if isinstance(exc, ProtocolError):
+        return f"plugin {name!r} ({describe(source)}) not loaded: {exc}"
+    return f"plugin {name!r} ({describe(source)}) failed to import: {type(exc).__name__}: {exc}"
 
 
 def _load_all() -> None:

@@ -47,3 +47,23 @@ def import_file_once(reference: str, loaded: set[str], what: str, error: type[Ex
             loading(None)
         loaded.add(key)
     return path, wanted
+
+
+def load_entry_points(group: str, loading: Callable[[dict | None], None],
+                      warning: Callable[[str, dict, Exception], str]) -> None:
+    """Import every installed package's entry points of `group`; one that fails prints one warning
+    line (`warning(name, source, exc)`) and the others still load. `loading` is called with each
+    package's source (`kind`, `package`, `version`, `entry_point`) before its import and None after."""
+    from importlib.metadata import entry_points
+
+    for point in entry_points(group=group):
+        dist = getattr(point, "dist", None)
+        source = {"kind": "package", "package": getattr(dist, "name", None) or point.module,
+                  "version": getattr(dist, "version", None), "entry_point": f"{point.name} = {point.value}"}
+        loading(source)
+        try:
+            point.load()
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
+            print(f"debatekit: warning: {warning(point.name, source, exc)}", file=sys.stderr)
+        finally:
+            loading(None)

@@ -169,8 +169,8 @@ def server(tmp_path):
 
 @pytest.mark.local_model
 def test_a_sweep_with_two_workers_shares_one_server(server, tmp_path, monkeypatch):
-    """Two Dask workers run a point each against one `debatekit serve`. Costs about 35 s here (a
-    server start, two kernels, 2 calls of at most 96 tokens)."""
+    """Two Dask workers run a point each against one `debatekit serve`, whose front page answers first.
+    Costs about 35 s here (a server start, two kernels, 2 calls of at most 96 tokens)."""
     model, api_base = server
     assert model == "openai/qwen2.5-coder-1.5b-instruct" and api_base.startswith("http://127.0.0.1:")
     with urllib.request.urlopen(api_base.removesuffix("/v1") + "/", timeout=30) as page:  # what curl gets

@@ -32,13 +32,12 @@ import importlib.util
 import inspect
 import json
 import re
-import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from pydantic import ValidationError, validate_call
 
-from debatekit._base.plugins import import_file_once
+from debatekit._base.plugins import import_file_once, load_entry_points
 from debatekit._base.validation import first_error
 from debatekit.engine import Ask, Debate, Shown
 from debatekit.records.schemas import DebateRecord
@@ -258,26 +257,14 @@ def _origin(source: dict[str, Any]) -> tuple:
 def _load() -> None:
     """Register the built-ins and every installed package's interventions, once; a plugin that
     fails to import is one warning line."""
-    global _loading
     if "builtin" not in _loaded:
         importlib.import_module(BUILTIN)  # by name, as the protocol registry loads its built-ins
         _loaded.add("builtin")
     if "plugins" in _loaded:
         return
     _loaded.add("plugins")
-    from importlib.metadata import entry_points
-
-    for point in entry_points(group=ENTRY_POINTS):
-        dist = getattr(point, "dist", None)
-        _loading = {"kind": "package", "package": getattr(dist, "name", None) or point.module,
-                    "version": getattr(dist, "version", None), "entry_point": f"{point.name} = {point.value}"}
-        try:
-            point.load()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must not break the command
-            print(f"debatekit: warning: intervention plugin {point.name!r} failed to load: "
-                  f"{type(exc).__name__}: {exc}", file=sys.stderr)
-        finally:
-            _loading = None
+    load_entry_points(ENTRY_POINTS, _set_loading, lambda name, source, exc: (
+        f"intervention plugin {name!r} failed to load: {type(exc).__name__}: {exc}"))
 
 
 def _set_loading(source: dict | None) -> None:
