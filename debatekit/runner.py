@@ -48,6 +48,10 @@ class RunResult:
         return self.record.summary
 
 
+_SAID: set[str] = set()
+"""The engines (their line up to the first comma) this process has named at a run's start."""
+
+
 def local_models(models: list[str]) -> list[str]:
     """The embedded models among the model strings `models`, by name, each once."""
     return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local"]
@@ -152,7 +156,9 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                 serving = await asyncio.to_thread(shared_engine.preflight, local_models(named))
             except LocalModelError as exc:
                 raise ModelSetupError(str(exc)) from exc
-            if serving and progress:
+            engine = serving.split(",")[0] if serving else None  # "local engine: pid N" or "...: none running; ..."
+            if engine and progress and engine not in _SAID:  # protocols run together: said once per engine
+                _SAID.add(engine)
                 print(serving, file=sys.stderr, flush=True)
         tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
         if progress and todo:

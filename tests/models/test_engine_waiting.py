@@ -123,7 +123,7 @@ def test_a_watch_counts_the_timeout_from_the_start_and_only_moves_with_the_engin
 
 def test_the_engine_names_itself_and_a_run_says_which_engine_serves_it(home, no_assembly):
     line = shared_engine.preflight(["m"])
-    assert line.startswith("local engine: none running; this run starts one (debatekit ")
+    assert line.startswith("local engine: none running; the first call not in the cache starts one (debatekit ")
     asyncio.run(shared_engine.achat("m", {"messages": [{"role": "user", "content": "hi"}]}))
     info = shared_engine.status()
     assert info["wire"] == shared_engine.WIRE and info["install"] == shared_engine.identity()["install"]

@@ -212,8 +212,8 @@ def preflight(names: list[str]) -> str | None:
         return f"local engine: in this process ({os.getpid()}), debatekit {debatekit.__version__}"
     if seen and seen[0] is None:
         mine = identity()
-        return (f"local engine: none running; this run starts one (debatekit {mine['version']} at "
-                f"{mine['install']}, wire {WIRE})")
+        return (f"local engine: none running; the first call not in the cache starts one (debatekit "
+                f"{mine['version']} at {mine['install']}, wire {WIRE})")
     return describe(seen[0] if seen else status())
 
 
