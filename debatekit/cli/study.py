@@ -201,6 +201,7 @@ def write_study(out: Path, png: bool = False) -> Path:
     import papermill
 
     from debatekit.sweep import report
+    from debatekit.sweep.execute import quiet_kernel_manager
     from debatekit.sweep.shipped import notebooks_dir
 
     notebooks = notebooks_dir()
@@ -210,7 +211,7 @@ def write_study(out: Path, png: bool = False) -> Path:
     try:
         papermill.execute_notebook(str(notebooks / "study.ipynb"), str(fresh), cwd=str(notebooks),
                                    parameters={"sweep_dir": where, "png_dir": where if png else None},
-                                   progress_bar=False)
+                                   progress_bar=False, kernel_manager_class=quiet_kernel_manager())
         if (out / "report.html").exists() and report.same_notebook(fresh, notebook):
             return notebook  # nothing it shows changed: a re-run leaves the files as they were
         os.replace(fresh, notebook)

@@ -9,6 +9,7 @@ import json
 import os
 import signal
 import time
+import uuid
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -316,13 +317,48 @@ def quiet_kernel_manager() -> type:
     to interrupt; a cell that runs past `--cell-timeout` is still interrupted (that is not a shutdown).
     """
     from jupyter_client import AsyncKernelManager
+    from traitlets import default
 
     class QuietKernelManager(AsyncKernelManager):
         async def _async_interrupt_kernel(self) -> None:
             if not self.shutting_down:
                 await super()._async_interrupt_kernel()
 
+        @default("transport")
+        def _transport_default(self) -> str:
+            return kernel_transport()
+
+        @default("ip")
+        def _ip_default(self) -> str:
+            # jupyter_client would name the sockets `kernel-ipc-N` in the working folder when it
+            # asks before the connection file is named: two points sharing a folder would then
+            # share sockets. Each manager gets its own name in the runtime folder.
+            if self.transport != "ipc":
+                return super()._ip_default()
+            from jupyter_core.paths import jupyter_runtime_dir
+
+            os.makedirs(jupyter_runtime_dir(), exist_ok=True)
+            return os.path.join(jupyter_runtime_dir(), f"debatekit-{uuid.uuid4().hex[:16]}-ipc")
+
     return QuietKernelManager
+
+
+def kernel_transport() -> str:
+    """How a point's kernel talks to its sweep: Unix sockets where the platform has them.
+
+    Over TCP, jupyter_client picks five free ports, closes them and hands their numbers to the
+    kernel, which binds them a moment later; a second kernel starting in that moment (two workers,
+    or a test beside the sweep) can take one of them, and the kernel dies with `Address already in
+    use`. Unix sockets are files, each kernel's under a name of its own, so no two kernels share
+    one. TCP stays where there are no Unix sockets, or where the runtime folder's path is too long
+    for one (about 100 bytes).
+    """
+    if os.name != "posix":
+        return "tcp"
+    from jupyter_core.paths import jupyter_runtime_dir
+
+    longest = os.path.join(jupyter_runtime_dir(), "debatekit-" + "0" * 16 + "-ipc-99")
+    return "ipc" if len(longest.encode()) < 100 else "tcp"
 
 
 def write_meta(out: Path, notebook: Path, grid: dict, points: list[Point]) -> None:

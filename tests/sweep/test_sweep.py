@@ -267,6 +267,36 @@ def test_a_clean_sweep_shuts_its_kernels_down_without_interrupting_them(tmp_path
     assert "KeyboardInterrupt" not in capfd.readouterr().err
 
 
+def test_point_kernels_talk_over_unix_sockets_so_two_starting_at_once_never_share_a_port(tmp_path, monkeypatch):
+    """Over TCP a kernel binds ports its manager picked and released a moment before; a second kernel
+    starting in that moment could take one (`Address already in use`, a dead point and a traceback)."""
+    import os
+
+    from debatekit.sweep import execute
+
+    seen = []
+
+    class Watched(execute.quiet_kernel_manager()):
+        async def _async_launch_kernel(self, kernel_cmd, **kw):
+            seen.append((self.transport, json.loads(open(self.connection_file).read())["transport"], self.ip))
+            return await super()._async_launch_kernel(kernel_cmd, **kw)
+
+    monkeypatch.setattr(execute, "quiet_kernel_manager", lambda: Watched)
+    monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.chdir(tmp_path)
+    grid = {"parameters": {"protocol": "single", "dataset": "arithmetic", "limit": 1, "model": "scripted/schema"},
+            "grid": {"seed": [0]}}
+    done = sweep.run_sweep(NOTEBOOK, grid, tmp_path / "out", executor=InProcess(), progress=False)
+    assert [r.status for r in done.results] == ["complete"]
+    assert [s[:2] for s in seen] == [("ipc", "ipc")]
+    # sockets named for this kernel alone, not `kernel-ipc-N` in the folder points share
+    assert Path(seen[0][2]).is_absolute() and seen[0][2] != Watched().ip
+    monkeypatch.setenv("JUPYTER_RUNTIME_DIR", str(tmp_path / ("long" * 30)))  # no Unix socket path that long
+    assert execute.kernel_transport() == "tcp"
+    monkeypatch.setattr(os, "name", "nt")
+    assert execute.kernel_transport() == "tcp"
+
+
 def test_a_points_rounds_reach_dynamics_as_max_rounds_like_the_cli(tmp_path):
     config = sweep.point_config({"protocol": "dynamics", "dataset": "decisions", "limit": 1, "model": "scripted/schema",
                                  "rounds": 2})
