@@ -43,8 +43,9 @@ class Watch:
         """The call is queued behind `ahead` calls of other processes; `engine_work` is the engine's
         progress count: a count that moved since the last report pushes the deadline back (the first
         report counts as a move; no count, as none)."""
-        if self.is_started:
-            return
+        if self.is_started:  # its slot was given to another process: it waits again, from now
+            self.is_started = False
+            self.deadline = self.clock() + self.timeout
         self.ahead = ahead
         if engine_work is not None and engine_work != self._work:
             self.deadline = self.clock() + self.timeout

@@ -39,6 +39,9 @@ def no_assembly(monkeypatch):
     monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
     monkeypatch.setattr("debatekit.models.local.engine.footprint", lambda name, spare=0: 0)
     monkeypatch.setenv("DEBATEKIT_ENGINE_HEARTBEAT", "0.1")  # reports well inside the tests' 1-second timeouts
+    # a queue that stays full: with fairness the call would take a slot back from the other process
+    # (tests/models/test_fair.py)
+    monkeypatch.setenv("DEBATEKIT_ENGINE_FAIR", "off")
 
 
 def _fill_both_slots(what: str) -> subprocess.Popen:
@@ -111,10 +114,15 @@ def test_a_watch_counts_the_timeout_from_the_start_and_only_moves_with_the_engin
     now[0] = 17.0
     w.started()
     assert w.deadline == 27.0 and w.note is None
-    now[0] = 20.0
-    w.waiting(5, engine_work=500)  # a late report moves nothing once generation began
     w.started()
-    assert w.deadline == 27.0 and w.note is None
+    assert w.deadline == 27.0  # started once: a second word of it moves nothing
+    now[0] = 20.0
+    w.waiting(5, engine_work=500)  # its slot went to another process (`fair`): queued again, from now
+    assert w.deadline == 30.0 and not w.is_started and w.note.endswith("5 calls of other processes ahead")
+    now[0] = 22.0
+    w.started()
+    assert w.deadline == 32.0 and w.note is None
+    now[0] = 20.0
     silent = watch.Watch(10.0, clock=lambda: now[0])
     now[0] = 29.0
     silent.waiting(2)  # a report with no work count excuses nothing

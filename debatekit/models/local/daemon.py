@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from debatekit.models.local import engine as local
+from debatekit.models.local import fair
 from debatekit.models.local.shared import (CLIENT_WINDOW_S, DEFAULT_IDLE_S, HEARTBEAT_S, LINE_LIMIT, MAX_IN_FLIGHT, WIRE,
                                            folder, heartbeat_seconds, identity, idle_seconds)
 
@@ -45,6 +46,8 @@ class Daemon:
                  clock: Callable[[], float] = time.monotonic, heartbeat: float = HEARTBEAT_S):
         self.make_engine, self.idle, self.clock, self.heartbeat = make_engine, idle, clock, heartbeat
         self.engines: dict[str, Any] = {}
+        self.admissions: dict[str, fair.Admission] = {}
+        self.preempted = 0  # generations stopped to give their slot to another process (`fair`)
         self.loading = threading.Lock()
         self.in_flight = 0
         self.calls: dict[int, int] = {}  # arrival number -> client pid, of the calls in flight
@@ -67,6 +70,7 @@ class Daemon:
                 "threads": {m: getattr(e, "threads", None) for m, e in self.engines.items()},
                 "speculation": {m: str(getattr(e, "speculation", "off")) for m, e in self.engines.items()},
                 "in_flight": self.in_flight, "queued": len(self.queue), "served": self.served,
+                "preempted": self.preempted, "fair": fair.enabled(),
                 "completion_tokens": self.completion_tokens, "work": self.work(),
                 "clients": sorted(pid for pid, seen in self.clients.items() if now - seen < CLIENT_WINDOW_S)}
 
@@ -111,28 +115,40 @@ class Daemon:
         ticket = self.arrivals
         self.calls[ticket] = pid
         self.queue.add(ticket)
-        started = asyncio.Event()
+        started, requeued = asyncio.Event(), asyncio.Event()
 
         def on_start() -> None:  # from the engine's thread
             loop.call_soon_threadsafe(started.set)
 
+        def on_requeue() -> None:  # from the engine's thread: its slot was taken back (`fair`)
+            loop.call_soon_threadsafe(requeued.set)
+
         watcher = asyncio.ensure_future(_wait_closed(reader, gone))
-        chat = loop.run_in_executor(self.pool, self._chat, model, request, gone, on_start)
-        starting = asyncio.ensure_future(started.wait())
+        chat = loop.run_in_executor(self.pool, self._chat, model, request, gone, on_start, on_requeue, pid, ticket)
+        starting, requeuing = asyncio.ensure_future(started.wait()), asyncio.ensure_future(requeued.wait())
         told_start = False
         try:
             while not chat.done():
-                await asyncio.wait({chat, starting}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED)
+                if told_start:  # running: nothing to report unless it is put back in the queue
+                    await asyncio.wait({chat, requeuing}, return_when=asyncio.FIRST_COMPLETED)
+                else:
+                    await asyncio.wait({chat, starting}, timeout=self.heartbeat, return_when=asyncio.FIRST_COMPLETED)
                 if chat.done():
                     break
-                if started.is_set():
+                if requeued.is_set():  # waiting again: the heartbeat lines resume, then `started` once more
+                    requeued.clear()
+                    started.clear()
+                    starting.cancel()
+                    starting, requeuing = asyncio.ensure_future(started.wait()), asyncio.ensure_future(requeued.wait())
+                    told_start = False
+                    self.queue.add(ticket)
+                elif started.is_set():
                     if not told_start:
                         self.queue.discard(ticket)
                         told_start = True
                         writer.write(json.dumps({"started": True, "wire": WIRE}).encode() + b"\n")
                         await writer.drain()
-                    await asyncio.wait({chat})
-                    break
+                    continue
                 ahead = sum(1 for t, p in list(self.calls.items()) if t < ticket and p != pid)
                 writer.write(json.dumps({"waiting": {"ahead": ahead, "work": self.work(model)}, "wire": WIRE}).encode()
                              + b"\n")
@@ -144,13 +160,42 @@ class Daemon:
             self.queue.discard(ticket)
             self.calls.pop(ticket, None)
             starting.cancel()
+            requeuing.cancel()
             watcher.cancel()
             self.in_flight -= 1
             self.last = self.clock()
 
-    def _chat(self, model: str, request: dict, gone: threading.Event, on_start: Callable[[], None]) -> dict:
+    def _seats(self, model: str, engine: Any) -> fair.Admission:
+        with self.loading:
+            if model not in self.admissions:
+                self.admissions[model] = fair.Admission(getattr(engine, "slots", None) or 1, fair=fair.enabled())
+            return self.admissions[model]
+
+    def _chat(self, model: str, request: dict, gone: threading.Event, on_start: Callable[[], None],
+              on_requeue: Callable[[], None], pid: int, ticket: int) -> dict:
+        """Run one call on a slot its process is given (`fair.Admission`); a call whose slot is taken
+        back for another process is queued again and generated afresh."""
         try:
-            reply = self._engine(model).chat(request, cancelled=gone, started=on_start)
+            engine = self._engine(model)
+            seats = self._seats(model, engine)
+            seat = seats.enter(pid, ticket, gone)
+            try:
+                reply = None
+                while seat is not None:
+                    try:
+                        reply = engine.chat(request, cancelled=seat, started=on_start)
+                    except Exception:
+                        if not seat.preempted.is_set() or gone.is_set():
+                            raise
+                    if not seat.preempted.is_set() or gone.is_set():
+                        break
+                    self.preempted += 1
+                    on_requeue()
+                    seat = seats.requeue(seat)
+            finally:
+                seats.leave(seat)
+            if seat is None:
+                return {"error": "LocalModelError: the caller went away before its call started"}
         except Exception as exc:  # noqa: BLE001 - sent back to the client, which raises it there
             return {"error": f"{type(exc).__name__}: {exc}"}
         self.served += 1
