@@ -160,7 +160,7 @@ def raw_side(cache, captured: list[dict]) -> dict:
 
 
 def _events(run_folder: Path) -> list[dict]:
-    from debatekit.records.trace import read_jsonl
+    from debatekit.records.storage import read_jsonl
 
     return list(read_jsonl(run_folder / "events.jsonl"))
 

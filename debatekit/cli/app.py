@@ -352,7 +352,8 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit.datasets import DatasetError
     from debatekit.models.gateway import ModelSetupError
     from debatekit.models.local.engine import LocalModelError
-    from debatekit.records.trace import RunFolderError, TraceWriteError
+    from debatekit.records.storage import TraceWriteError
+    from debatekit.records.trace import RunFolderError
     from debatekit.registry import ProtocolError
 
     parser = build_parser()
