@@ -87,9 +87,10 @@ def fresh_engine(slots: int, model: str | None = None, warm_up: dict | None = No
 
     from benchmarks.two_models import BIG
     from debatekit.models.local import engine as local
+    from debatekit.models.local import weights
 
     gc.collect()
-    engine = local.Engine(local.pull(model or BIG, say=lambda msg: None), slots)
+    engine = local.Engine(weights.pull(model or BIG, say=lambda msg: None), slots)
     engine.chat(warm_up or {"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4})
     return engine
 

@@ -94,13 +94,13 @@ SIDES = {
 
 
 def side(name: str, items: int, cap: float, work: Path) -> dict:
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import weights
 
     mode, all_cores = SIDES[name]
     work = work / name
     home = work / mode / "home"
     (home / "models").mkdir(parents=True)
-    model = local.pull(say=lambda msg: None)
+    model = weights.pull(say=lambda msg: None)
     (home / "models" / model.name).symlink_to(model)
     env = {**os.environ, "DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_ENGINE": mode, "DEBATEKIT_ENGINE_IDLE": "600"}
     env.pop("DEBATEKIT_LOCAL_THREADS", None)
@@ -152,11 +152,11 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
     engine kept warm (the model load is in neither). The big run starts `head_start` seconds before
     the small one, so its calls are on the engine when the small one's arrive, and is stopped once
     the small one finishes. `small_vs_alone`: the small run's wall time beside it over alone."""
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import weights
 
     home = work / "unequal" / "home"
     (home / "models").mkdir(parents=True)
-    model = local.pull(say=lambda msg: None)
+    model = weights.pull(say=lambda msg: None)
     (home / "models" / model.name).symlink_to(model)
     env = {**os.environ, "DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_ENGINE": "shared", "DEBATEKIT_ENGINE_IDLE": "600"}
     env.pop("DEBATEKIT_LOCAL_THREADS", None)

@@ -26,6 +26,7 @@ from pydantic import create_model
 
 from debatekit import datasets
 from debatekit.models.local import engine as local
+from debatekit.models.local import weights
 from debatekit.models.reading import extract_json, response_format
 from debatekit.protocols.shared.answers import AnswerSpec, first_messages
 
@@ -71,7 +72,7 @@ def main(argv: list[str]) -> int:
     spec = AnswerSpec("integer", "json")
     engine = local.engine()
     truth = {item.id: item.answer for item in items}
-    result = {"model": local.DEFAULT_MODEL, "dataset": "arithmetic", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+    result = {"model": weights.DEFAULT_MODEL, "dataset": "arithmetic", "measured_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               "system_prompt": spec.system(), "sides": {}}
     for side, grammar in (("constrained", spec.output), ("unconstrained", None), ("constrained_steps", Steps)):
         started = time.perf_counter()

@@ -47,7 +47,7 @@ BEFORE_RAM_MIB = 8192  # llama.cpp's default --cache-ram, which debatekit left a
 
 def sides():
     """The engine settings of the `before` and `after` sides."""
-    from debatekit.models.local.engine import PrefixCache
+    from debatekit.models.local.prefix_cache import PrefixCache
 
     return {"before": PrefixCache(ram_mib=BEFORE_RAM_MIB, reuse=False), "after": PrefixCache()}
 
@@ -55,12 +55,13 @@ def sides():
 def fresh_engine(cache):
     """A newly loaded engine with `cache` settings, registered as the process's engine."""
     from debatekit.models.local import engine as local
+    from debatekit.models.local import settings, weights
 
     local._engines.clear()
     gc.collect()
-    path = local.pull(say=lambda msg: None)
+    path = weights.pull(say=lambda msg: None)
     t = time.perf_counter()
-    engine = local.Engine(path, local.slots(), cache=cache)
+    engine = local.Engine(path, settings.slots(), cache=cache)
     local._engines[path] = engine
     return engine, time.perf_counter() - t
 
@@ -160,7 +161,7 @@ def raw_side(cache, captured: list[dict]) -> dict:
 
 
 def _events(run_folder: Path) -> list[dict]:
-    from debatekit.records.trace import read_jsonl
+    from debatekit.records.storage import read_jsonl
 
     return list(read_jsonl(run_folder / "events.jsonl"))
 

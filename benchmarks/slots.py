@@ -8,7 +8,7 @@ are the limit; each call runs slower as more share a step, and each slot's KV ca
 For each `--slots` count, a freshly loaded engine of the 1.5B model gets the same `--requests`
 GSM8K questions at once (temperature 0.7, the i-th with seed i, at most `--max-tokens` tokens),
 after one untimed warm-up call. Reported per count: wall time, completion tokens a second, each
-call's latency (median and slowest) and the KV cache's size (`local.KV_BYTES_PER_TOKEN` bound).
+call's latency (median and slowest) and the KV cache's size (`settings.KV_BYTES_PER_TOKEN` bound).
 
     python -m benchmarks slots [--slots 4,8,16,32] [--requests 64] [--max-tokens 192] [--out PATH]
 """
@@ -31,7 +31,7 @@ def request(question: str, seed: int, max_tokens: int) -> dict:
 
 def measure(slots: int, qs: list[str], max_tokens: int) -> dict:
     """One freshly loaded engine with `slots` slots, all of `qs` sent at once."""
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import settings
 
     engine = fresh_engine(slots, BIG, request("Say OK.", 0, 4))
     replies, latencies, wall = at_once(engine, [request(q, i, max_tokens) for i, q in enumerate(qs)])
@@ -39,7 +39,7 @@ def measure(slots: int, qs: list[str], max_tokens: int) -> dict:
     return {"slots": slots, "requests": len(qs), "wall_s": round(wall, 1), "completion_tokens": tokens,
             "completion_tok_per_s": round(tokens / wall, 2), "latency_median_s": round(statistics.median(latencies), 1),
             "latency_max_s": round(max(latencies), 1),
-            "kv_cache_gib_bound": round(slots * local.ctx() * local.KV_BYTES_PER_TOKEN / 2**30, 2)}
+            "kv_cache_gib_bound": round(slots * settings.ctx() * settings.KV_BYTES_PER_TOKEN / 2**30, 2)}
 
 
 def main(argv: list[str]) -> int:

@@ -77,11 +77,12 @@ def engine(slots: int, kind: str):
     import gc
 
     from debatekit.models.local import engine as local
+    from debatekit.models.local import weights
     from debatekit.models.local.speculation import parse
 
     local._engines.clear()
     gc.collect()
-    path = local.pull(say=lambda msg: None)
+    path = weights.pull(say=lambda msg: None)
     made = local.Engine(path, slots, speculation=parse(kind))
     made.chat({"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 4})
     return made

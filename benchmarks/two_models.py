@@ -54,16 +54,17 @@ def load(policy: str) -> dict:
     """Fresh engines for both models under `policy`."""
     from debatekit.models.local import cores
     from debatekit.models.local import engine as local
+    from debatekit.models.local import settings, weights
 
     gc.collect()
     total = max(1, os.cpu_count() or 1)
     shared = cores.Turns()
     engines = {}
     for name in (BIG, SMALL):
-        path = local.pull(name, say=lambda msg: None)
+        path = weights.pull(name, say=lambda msg: None)
         threads = max(1, total // 2) if policy == "split" else total
         turns = shared if policy == "turns" else cores.Turns()
-        engines[name] = local.Engine(path, local.slots(), threads=threads, turns=turns)
+        engines[name] = local.Engine(path, settings.slots(), threads=threads, turns=turns)
     return engines
 
 

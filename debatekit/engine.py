@@ -31,7 +31,7 @@ from debatekit.models.cache import prompt_hash
 from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
 from debatekit.models.providers import CALL_CONTEXT
 from debatekit.records.schemas import CallEvent, DebateVerdict, RoundRecord, Usage
-from debatekit.records.trace import write_json_atomic
+from debatekit.records.storage import write_json_atomic
 
 StopRule = Callable[[list[RoundRecord]], str | None]
 """A stop rule: the round history in, a stop reason (or None) out."""

@@ -30,11 +30,12 @@ from debatekit.models.cache import ResponseCache, replies_in
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.kinds import policy
-from debatekit.models.local.engine import cache_dir
+from debatekit.models.local.settings import cache_dir
 from debatekit.records import review
 from debatekit.records.resume import open_record
 from debatekit.records.schemas import CallEvent, DebateRecord, Parent, RunConfig, RunRecord
-from debatekit.records.trace import DEBATES_FILE, EVENTS_FILE, RunFolder, as_write_error, item_folder_name, now
+from debatekit.records.storage import as_write_error
+from debatekit.records.trace import DEBATES_FILE, EVENTS_FILE, RunFolder, item_folder_name, now
 
 
 @dataclass

@@ -254,7 +254,7 @@ def test_review_show_reads_nothing_outside_the_run_folder(tmp_path, capfd, item_
                                           ("127.0.0.1", False), ("::1", False), ("localhost", False)])
 def test_serve_on_an_outside_address_warns_that_it_has_no_authentication(monkeypatch, capfd, host, warned):
     from debatekit.cli import serve
-    from debatekit.models.local.engine import LocalModelError
+    from debatekit.models.errors import LocalModelError
 
     def no_model(*args, **kwargs):  # stop before any model is loaded
         raise LocalModelError("not loading a model in this test")

@@ -22,7 +22,8 @@ from debatekit.cli.app import main
 from debatekit.models.cache import ResponseCache
 from debatekit.models.gateway import Gateway
 from debatekit.records.schemas import RunConfig
-from debatekit.records.trace import RunFolder, RunFolderError, TraceWriteError, item_folder_name, read_jsonl
+from debatekit.records.storage import TraceWriteError, read_jsonl
+from debatekit.records.trace import RunFolder, RunFolderError, item_folder_name
 from debatekit.runner import run
 from tests import slow_model
 
@@ -182,7 +183,7 @@ def test_a_disk_too_full_for_a_new_run_json_still_says_interrupted_and_leaves_no
         tmp_path, monkeypatch, capsys):
     """The disk fills while the run writes its events; run.json's atomic rewrite then fails too (its
     temporary copy cannot be written): run.json is marked in its own bytes, the copy is removed."""
-    import debatekit.records.trace as trace
+    import debatekit.records.storage as storage
 
     real_append, real_fdopen, full = RunFolder.append, os.fdopen, {"on": False}
 
@@ -210,7 +211,7 @@ def test_a_disk_too_full_for_a_new_run_json_still_says_interrupted_and_leaves_no
         return FullFile(f) if full["on"] else f
 
     monkeypatch.setattr(RunFolder, "append", append)
-    monkeypatch.setattr(trace.os, "fdopen", fdopen)
+    monkeypatch.setattr(storage.os, "fdopen", fdopen)
     out = tmp_path / "run"
     code = main(["run", "single", "--dataset", str(numbers(tmp_path / "items.jsonl", 5)), "--model", "scripted/schema",
                  "--out", str(out), "--quiet", "--no-cache", "--concurrency", "1"])

@@ -5,6 +5,7 @@
     analysis.compare(tables, baseline="single")  # paired differences with intervals and McNemar
 
 - `tables`: `load_runs` and the pure pandas metrics over its tables.
+- `rounds`, `configs`: tables for plots and sweeps: a debate's rounds as curves; configurations side by side.
 - `paired`, `intervals`, `power`: paired comparisons, bootstrap intervals, what a null result rules out.
 - `conformity`: who keeps an answer, who moves to the majority, and the martingale test of Choi et al.
 - `forks`: a fork against its parent: final accuracy paired by item, and who followed the pushed answer.
@@ -20,9 +21,10 @@ __all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "comp
            "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front", "round_metrics",
            "rounds_table", "score_trajectory", "seed_accuracy", "summarize", "switch_rates"]
 __getattr__, __dir__ = exports(__name__, {
-    **dict.fromkeys(("Tables", "agent_accuracy", "config_table", "convergence_curve", "equal_budget", "fill_rounds",
-                     "flip_flow", "load_runs", "pareto_front", "round_metrics", "rounds_table", "score_trajectory",
-                     "seed_accuracy", "summarize"), "tables"),
+    **dict.fromkeys(("Tables", "agent_accuracy", "load_runs", "round_metrics", "rounds_table", "seed_accuracy",
+                     "summarize"), "tables"),
+    **dict.fromkeys(("convergence_curve", "fill_rounds", "flip_flow", "score_trajectory"), "rounds"),
+    **dict.fromkeys(("config_table", "equal_budget", "pareto_front"), "configs"),
     **dict.fromkeys(("answer_transitions", "conformity_summary", "flips_by_position", "martingale_test",
                      "switch_rates"), "conformity"),
     **dict.fromkeys(("ForkEffect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"), "forks"),

@@ -7,7 +7,8 @@
     round_metrics(tables)   # per run and round: accuracy per agent and majority, agreement, flips
     seed_accuracy(tables)   # per run and seed: accuracy over answered debates, failed debates
 
-Paired comparisons, the decomposition of a debate and study planning live beside it in
+Curves over the rounds and tables of configurations live beside it in `debatekit.analysis.rounds`
+and `.configs`; paired comparisons, the decomposition of a debate and study planning in
 `debatekit.analysis.paired`, `.decompose` and `.power`.
 """
 
@@ -19,7 +20,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from debatekit.analysis.intervals import N_BOOT, bootstrap_ci, nested_bootstrap_ci
+from debatekit.analysis.intervals import nested_bootstrap_ci
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority
 from debatekit.records.schemas import ANSWERED, DebateRecord, cut_offs
 
@@ -246,7 +247,7 @@ def seed_accuracy(tables: Tables) -> pd.DataFrame:
     if d.empty:
         return pd.DataFrame(columns=["run_id", "protocol", "seed", "accuracy", "scored", "failed"])
     answered = d["status"].isin(ANSWERED)
-    frame = d.assign(_c=_as_float(d["correct"]).where(answered), _failed=~answered)
+    frame = d.assign(_c=as_float(d["correct"]).where(answered), _failed=~answered)
     out = frame.groupby(["run_id", "protocol", "seed"]).agg(
         accuracy=("_c", "mean"), scored=("_c", "count"), failed=("_failed", "sum"))
     return out.reset_index()
@@ -258,179 +259,6 @@ def agent_accuracy(tables: Tables) -> pd.DataFrame:
     return r.groupby(["run_id", "round", "agent"])["correct"].mean().rename("accuracy").reset_index()
 
 
-# --- tables for plots and sweeps (pure functions over the tables above) --------------------
-
-def _as_float(series: pd.Series) -> pd.Series:
+def as_float(series: pd.Series) -> pd.Series:
     """Booleans with missing values as floats (True 1.0, False 0.0, missing NaN)."""
     return series.astype("object").where(series.notna(), None).astype(float)
-
-
-def fill_rounds(rounds: pd.DataFrame, until: int | dict | None = None) -> pd.DataFrame:
-    """Carry each debate's last recorded round forward, so a debate that stopped early keeps its answers.
-
-    Args:
-        rounds: `Tables.rounds` (one row per debate, round and agent).
-        until: last round to fill to: one number, a map run_id -> number (e.g. the configured
-            rounds), or None for the largest round seen in each run.
-
-    Returns:
-        The rows plus copies of each debate's last round for the missing rounds, marked
-        `filled=True` (with `changed=False`, `flip="unchanged"`).
-    """
-    if rounds.empty:
-        return rounds.assign(filled=pd.Series(dtype=bool))
-    seen = rounds.groupby("run_id")["round"].max().to_dict()
-    limit = {run: (until.get(run, top) if isinstance(until, dict) else (until or top)) for run, top in seen.items()}
-    extra = []
-    last_round = rounds.groupby("debate_id")["round"].transform("max")
-    for _, last in rounds[rounds["round"] == last_round].groupby("debate_id"):
-        stop = int(limit[last["run_id"].iloc[0]])
-        for r in range(int(last["round"].iloc[0]) + 1, stop + 1):
-            extra.append(last.assign(round=r, changed=False, relied=False, bullied=False, flip="unchanged"))
-    out = rounds.assign(filled=False)
-    if extra:
-        out = pd.concat([out, *(e.assign(filled=True) for e in extra)], ignore_index=True)
-    return out.sort_values(["run_id", "debate_id", "round", "agent"], ignore_index=True)
-
-
-def score_trajectory(rounds: pd.DataFrame, by: list[str] | tuple = (), metric: str = "correct",
-                     n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Score per round for each agent and for the aggregate, with bootstrap 95% intervals.
-
-    Rows of several runs in one `by` group (e.g. seeds) are pooled, so the interval is over
-    items and seeds. The aggregate of `correct` is the majority vote (`majority_correct`);
-    of any other metric, the mean over agents.
-
-    Returns:
-        Columns: *by, round, agent ("majority" or "mean" for the aggregate), score, low, high, n.
-    """
-    by = list(by)
-    if rounds.empty:
-        return pd.DataFrame(columns=[*by, "round", "agent", "score", "low", "high", "n"])
-    frame = rounds.assign(_v=_as_float(rounds[metric]))
-    per_debate = frame.drop_duplicates(["debate_id", "round"])
-    if metric == "correct":
-        aggregate = per_debate.assign(agent="majority", _v=_as_float(per_debate["majority_correct"]))
-    else:
-        means = frame.groupby(["debate_id", "round"])["_v"].mean().rename("_m")
-        aggregate = per_debate.join(means, on=["debate_id", "round"]).assign(agent="mean")
-        aggregate = aggregate.assign(_v=aggregate["_m"])
-    rows = []
-    for keys, group in pd.concat([frame, aggregate], ignore_index=True).groupby([*by, "round", "agent"]):
-        mean, low, high = bootstrap_ci(group["_v"].tolist(), n_boot=n_boot)
-        rows.append({**dict(zip([*by, "round", "agent"], keys)), "score": mean, "low": low, "high": high,
-                     "n": int(group["_v"].notna().sum())})
-    return pd.DataFrame(rows)
-
-
-def convergence_curve(rounds: pd.DataFrame, by: list[str] | tuple = (), n_boot: int = N_BOOT) -> pd.DataFrame:
-    """Per round: share of debates whose agents all agree, and mean agreement rate (95% intervals).
-
-    Pass `fill_rounds(...)` rows so a debate that stopped on agreement counts as converged
-    in the later rounds too.
-
-    Returns:
-        Columns: *by, round, converged, converged_low, converged_high, agreement,
-        agreement_low, agreement_high, debates.
-    """
-    by = list(by)
-    cols = [*by, "round", "converged", "converged_low", "converged_high", "agreement", "agreement_low",
-            "agreement_high", "debates"]
-    if rounds.empty:
-        return pd.DataFrame(columns=cols)
-    per_debate = rounds.drop_duplicates(["debate_id", "round"])
-    per_debate = per_debate.assign(_agree=_as_float(per_debate["agreement"]))
-    rows = []
-    for keys, group in per_debate.groupby([*by, "round"]):
-        keys = keys if isinstance(keys, tuple) else (keys,)
-        conv = bootstrap_ci((group["_agree"] >= 1.0).astype(float).tolist(), n_boot=n_boot)
-        agree = bootstrap_ci(group["_agree"].tolist(), n_boot=n_boot)
-        rows.append({**dict(zip([*by, "round"], keys)), "converged": conv[0], "converged_low": conv[1],
-                     "converged_high": conv[2], "agreement": agree[0], "agreement_low": agree[1],
-                     "agreement_high": agree[2], "debates": len(group)})
-    return pd.DataFrame(rows, columns=cols)
-
-
-def flip_flow(rounds: pd.DataFrame, by: list[str] | tuple = ()) -> pd.DataFrame:
-    """Counts of agents' answers moving between right and wrong from each round to the next.
-
-    Returns:
-        Columns: *by, from_round, to_round, before ("right"/"wrong"), after, changed (answer
-        changed), count.
-    """
-    by = list(by)
-    cols = [*by, "from_round", "to_round", "before", "after", "changed", "count"]
-    scored = rounds[rounds["correct"].notna()] if not rounds.empty else rounds
-    if scored.empty:
-        return pd.DataFrame(columns=cols)
-    now = scored[[*by, "debate_id", "agent", "round", "correct", "changed"]]
-    before = now[["debate_id", "agent", "round", "correct"]].assign(round=now["round"] + 1)
-    pairs = now.merge(before, on=["debate_id", "agent", "round"], suffixes=("", "_before"))
-    state = {True: "right", False: "wrong"}
-    pairs = pairs.assign(from_round=pairs["round"] - 1, to_round=pairs["round"],
-                         before=pairs["correct_before"].map(lambda v: state[bool(v)]),
-                         after=pairs["correct"].map(lambda v: state[bool(v)]),
-                         changed=pairs["changed"].astype(bool))
-    out = pairs.groupby([*by, "from_round", "to_round", "before", "after", "changed"]).size()
-    return out.rename("count").reset_index()[cols]
-
-
-def config_table(summary: pd.DataFrame, keys: list[str], n_boot: int = N_BOOT) -> pd.DataFrame:
-    """One row per configuration (`keys`) of a per-item table: accuracy with a 95% interval and cost per item.
-
-    Args:
-        summary: one row per configuration, seed and item, with `correct`, `calls`,
-            `prompt_tokens`, `completion_tokens`, `cost`, `wall_s` (a sweep's summary table);
-            rows whose `status` is error or failed are left out of accuracy and counted.
-        keys: the columns that identify a configuration (missing values allowed).
-
-    Returns:
-        keys, accuracy, low, high (resampling items, then seeds), items, failed, and per-item
-        means of calls, prompt_tokens, completion_tokens, tokens, cost, wall_s.
-    """
-    frame = summary.assign(tokens=summary["prompt_tokens"] + summary["completion_tokens"])
-    answered = frame["status"].isin(ANSWERED) if "status" in frame else pd.Series(True, index=frame.index)
-    frame = frame.assign(_answered=answered, _c=_as_float(frame["correct"]).fillna(0.0).where(answered))
-    item = frame["item_id"] if "item_id" in frame else pd.Series(range(len(frame)), index=frame.index)
-    frame = frame.assign(_item=item)
-    cost_cols = [c for c in ("calls", "prompt_tokens", "completion_tokens", "tokens", "cost", "wall_s") if c in frame]
-    rows = []
-    for values, group in frame.groupby(keys, dropna=False):
-        values = values if isinstance(values, tuple) else (values,)
-        groups = [g.tolist() for _, g in group.groupby("_item", sort=False)["_c"]]
-        acc, low, high = nested_bootstrap_ci(groups, n_boot=n_boot)
-        rows.append({**dict(zip(keys, values)), "accuracy": acc, "low": low, "high": high, "items": len(group),
-                     "failed": int((~group["_answered"]).sum()), **{c: float(group[c].mean()) for c in cost_cols}})
-    return pd.DataFrame(rows)
-
-
-def pareto_front(frame: pd.DataFrame, cost: str, score: str) -> pd.Series:
-    """Whether each row is on the Pareto front: no other row is at least as good on both and better on one."""
-    c, s = frame[cost].to_numpy(dtype=float), frame[score].to_numpy(dtype=float)
-    dominated = [bool(((c <= c[i]) & (s >= s[i]) & ((c < c[i]) | (s > s[i]))).any()) for i in range(len(frame))]
-    return pd.Series([not d for d in dominated], index=frame.index, name="pareto")
-
-
-def equal_budget(configs: pd.DataFrame, baseline: pd.Series, budget: str = "completion_tokens") -> pd.DataFrame:
-    """For each configuration, the baseline configuration closest to it in `budget` per item.
-
-    Args:
-        configs: a `config_table`.
-        baseline: boolean mask of `configs` rows that are baselines (e.g. self-consistency).
-        budget: the cost column to match on.
-
-    Returns:
-        The non-baseline rows with `budget` (what each used, per item), `baseline_accuracy`,
-        `baseline_low`, `baseline_high`, `baseline_budget` (what the matched baseline used)
-        and `baseline_row` (index into `configs`) of the closest baseline.
-    """
-    base, rest = configs[baseline], configs[~baseline].assign(budget=configs.loc[~baseline, budget])
-    if base.empty:
-        return rest.assign(baseline_accuracy=float("nan"), baseline_low=float("nan"), baseline_high=float("nan"),
-                           baseline_budget=float("nan"), baseline_row=None)
-    nearest = [(base[budget] - value).abs().idxmin() for value in rest[budget]]
-    return rest.assign(baseline_accuracy=base.loc[nearest, "accuracy"].to_numpy(),
-                       baseline_low=base.loc[nearest, "low"].to_numpy(),
-                       baseline_high=base.loc[nearest, "high"].to_numpy(),
-                       baseline_budget=base.loc[nearest, budget].to_numpy(), baseline_row=nearest)
-

@@ -319,16 +319,16 @@ def cmd_datasets(args) -> int:
 
 
 def cmd_models(args) -> int:
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import weights
     from debatekit.models.kinds import default_model
 
     if args.action == "pull":
-        local.pull(args.name.removeprefix("local/") if args.name else local.DEFAULT_LOCAL)
+        weights.pull(args.name.removeprefix("local/") if args.name else weights.DEFAULT_LOCAL)
         return 0
     if args.name:
         raise ValueError("a model NAME goes with `debatekit models pull NAME`")
     print(f"default: {default_model()}")
-    for row in local.status():
+    for row in weights.status():
         print(f"{row['model']:36} {row['state']:10}  {row['path']}")
     print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "
           "local/path/to/file.gguf")
@@ -351,8 +351,9 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit._base.validation import first_error
     from debatekit.datasets import DatasetError
     from debatekit.models.gateway import ModelSetupError
-    from debatekit.models.local.engine import LocalModelError
-    from debatekit.records.trace import RunFolderError, TraceWriteError
+    from debatekit.models.errors import LocalModelError
+    from debatekit.records.storage import TraceWriteError
+    from debatekit.records.trace import RunFolderError
     from debatekit.registry import ProtocolError
 
     parser = build_parser()

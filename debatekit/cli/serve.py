@@ -12,7 +12,7 @@ It listens on 127.0.0.1 unless `--host` says otherwise; it has no authentication
 than a loopback address gets a warning that any machine that reaches the port can use it.
 `--cache-ram` and `--prefix-reuse` (default: $DEBATEKIT_LOCAL_CACHE_RAM, $DEBATEKIT_LOCAL_PREFIX_REUSE)
 keep each conversation's prefix across requests exactly as the in-process engine does
-(`debatekit.models.local.engine.PrefixCache`), so workers sharing the server pay only for new tokens.
+(`debatekit.models.local.prefix_cache.PrefixCache`), so workers sharing the server pay only for new tokens.
 The HTTP server is llama.cpp's (through xllamacpp); `GET /` answers with a page that says what it
 serves and its routes (`front_page`), in place of llama.cpp's web UI.
 """
@@ -56,19 +56,20 @@ def start(name: str | None = None, *, port: int = 0, host: str = "127.0.0.1", sl
     The engine lives as long as the returned object (and the process): keep a reference.
     """
     from debatekit.models.local import engine as local
+    from debatekit.models.local import settings, weights
 
-    name = name or local.DEFAULT_LOCAL
-    path = local.model_path(name)
-    if name in local.KNOWN:
-        local.pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
+    name = name or weights.DEFAULT_LOCAL
+    path = weights.model_path(name)
+    if name in weights.KNOWN:
+        weights.pull(name, say=lambda msg: print(f"[debatekit] {msg}", file=sys.stderr))
     elif not path.exists():
         raise local.LocalModelError(f"local model file not found: {path}")
-    alias = name if name in local.KNOWN else path.stem
-    cache = local.prefix_cache(local.mem_available())
+    alias = name if name in weights.KNOWN else path.stem
+    cache = local.prefix_cache(settings.mem_available())
     cache = dataclasses.replace(cache, ram_mib=cache.ram_mib if cache_ram is None else cache_ram,
                                 reuse=cache.reuse if prefix_reuse is None else prefix_reuse)
     front = Path(tempfile.mkdtemp(prefix="debatekit-serve-"))
-    engine = local.Engine(path, slots or local.slots(), ctx_per_slot, port=port, host=host, alias=alias,
+    engine = local.Engine(path, slots or settings.slots(), ctx_per_slot, port=port, host=host, alias=alias,
                           cache=cache, front=front)
     weakref.finalize(engine, shutil.rmtree, front, ignore_errors=True)
     model, api_base = f"openai/{alias}", f"{engine.address.rstrip('/')}/v1"
@@ -110,9 +111,9 @@ def run(args) -> int:
           f"sweep grid: parameters: {{model: {model}, api_base: {api_base}}}\n"
           f"stop with Ctrl-C", flush=True)
     from debatekit.models.local import engine as local
-    from debatekit.models.local import daemon, shared as shared_engine
+    from debatekit.models.local import daemon, shared as shared_engine, weights
 
-    name = args.model or local.DEFAULT_LOCAL
+    name = args.model or weights.DEFAULT_LOCAL
     try:
         # local runs on this machine use this engine too, instead of loading a second one
         hosted = daemon.host(lambda m: engine if m == name else local.engine(m), idle=None)

@@ -75,7 +75,7 @@ def check_model(model: str) -> None:
         if not scripted.is_registered(name):
             raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
     elif kind == "local":
-        from debatekit.models.local import engine as local
+        from debatekit.models.local import weights as local
 
         try:
             path = local.model_path(name)
@@ -425,7 +425,7 @@ class Gateway:
                 if "api_base" not in found and os.environ.get(name):
                     found["api_base"] = os.environ[name]
             if model.startswith("local/"):
-                from debatekit.models.local import engine as local  # only a local model's calls load it
+                from debatekit.models.local import weights as local  # only a local model's calls load it
 
                 found["file"] = local.file_identity(model.removeprefix("local/"))
             self._served_by[model] = found

@@ -11,13 +11,13 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
-from debatekit.models.local.engine import DEFAULT_MODEL
+from debatekit.models.local.weights import DEFAULT_MODEL
 
 
 def _local_slots() -> int:
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import settings
 
-    return local.slots()
+    return settings.slots()
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class ModelKind:
         credentials: calls may need an API key (masked in traces and logs).
         probe_first: until the model has answered once, a gateway sends it one call at a time, so
             that a wrong key or model name fails once rather than once per call in flight. The
-            embedded model is checked before a run starts (`local.preflight`) and its first reply
+            embedded model is checked before a run starts (`weights.preflight`) and its first reply
             takes a whole generation (half a minute on 2 cores), during which the engine's other
             slots would sit idle, so it goes without.
     """

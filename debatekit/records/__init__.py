@@ -3,7 +3,8 @@ what a reader is shown of them.
 
 - `schemas`: `RunConfig`, `RunRecord` (run.json), `DebateRecord` (debates.jsonl), `CallEvent`
   (events.jsonl), `RoundRecord`, `Usage`, `DebateVerdict`.
-- `trace`: `RunFolder`, atomic writes, whole-line JSONL reads, item folder names.
+- `trace`: `RunFolder`, the run folders of a sweep, item folder names.
+- `storage`: atomic writes, whole-line JSONL appends and reads.
 - `transcript`: a debate as text or HTML, call by call.
 - `review`: the human-review queue and verdicts kept beside a run.
 """
@@ -15,4 +16,4 @@ __all__ = ["CallEvent", "DebateRecord", "DebateVerdict", "RoundRecord", "RunConf
 __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("CallEvent", "DebateRecord", "DebateVerdict", "RoundRecord", "RunConfig", "RunRecord", "Usage"),
                     "schemas"),
-    **dict.fromkeys(("RunFolder", "RunFolderError", "read_jsonl"), "trace")})
+    **dict.fromkeys(("RunFolder", "RunFolderError"), "trace"), "read_jsonl": "storage"})

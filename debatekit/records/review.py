@@ -19,7 +19,8 @@ from typing import Any, Callable, Literal
 from pydantic import BaseModel
 
 from debatekit.records.schemas import DebateRecord
-from debatekit.records.trace import RunFolder, RunFolderError, inside, read_jsonl
+from debatekit.records.storage import read_jsonl
+from debatekit.records.trace import RunFolder, RunFolderError, inside
 
 QUEUE_FILE, REVIEWS_FILE = "review_queue.jsonl", "reviews.jsonl"
 VERDICTS = ("approve", "reject", "revise")

@@ -25,7 +25,6 @@ import hashlib
 import json
 import os
 import subprocess
-import tempfile
 import time
 import zlib
 from datetime import datetime, timezone
@@ -37,6 +36,8 @@ from pydantic import BaseModel, ValidationError
 from debatekit._base.files import LinkRefused, open_nofollow
 from debatekit._base.validation import first_error
 from debatekit.records.schemas import DebateRecord, RunRecord
+from debatekit.records.storage import (TraceWriteError, ends_torn, mark_in_place, parsed, read_jsonl,
+                                       read_jsonl_numbered, replace_file, write_json_atomic, write_line)
 
 RUN_FILE, EVENTS_FILE, DEBATES_FILE = "run.json", "events.jsonl", "debates.jsonl"
 PACKED_EVENTS_FILE = EVENTS_FILE + ".gz"
@@ -45,19 +46,6 @@ LOCK_FILE = ".lock"
 
 class RunFolderError(ValueError):
     """A run folder cannot be created or resumed; the message says why."""
-
-
-class TraceWriteError(OSError):
-    """Writing the run folder failed (disk full, file too large): the run stops, it is no item's fault."""
-
-
-def as_write_error(exc: BaseException) -> TraceWriteError | None:
-    """A full disk or file size limit hit by any write of a run (a per-item file, say), as a TraceWriteError."""
-    if isinstance(exc, TraceWriteError):
-        return exc
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EFBIG, errno.EDQUOT):
-        return TraceWriteError(f"cannot write {exc.filename or 'the run folder'}: {exc.strerror}")
-    return None
 
 
 def run_folders(path: Path | str) -> list[Path]:
@@ -120,64 +108,6 @@ def git_commit(cwd: Path | None = None) -> str | None:
     return done.stdout.strip() or None if done.returncode == 0 else None
 
 
-def write_json_atomic(path: Path, data: BaseModel | dict) -> None:
-    """Write JSON to `path` so that readers see the old or the new file, never half of one."""
-    text = data.model_dump_json(indent=2) if isinstance(data, BaseModel) else json.dumps(data, indent=2, default=str)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:  # a full disk: no half-written temporary file is left beside the file
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def mark_in_place(path: Path, changes: dict) -> None:
-    """Change a few fields of the JSON file `path` by rewriting it compactly over its own bytes, for
-    a disk too full for `write_json_atomic`'s new copy: an indented file holds its compact form with
-    room to spare, so no new block is needed.
-
-    Raises:
-        OSError: the file cannot be read or written, or its compact form would be longer.
-    """
-    old = path.read_bytes()
-    new = json.dumps({**json.loads(old), **changes}, separators=(",", ":"), default=str).encode("utf-8")
-    if len(new) > len(old):
-        raise OSError(errno.ENOSPC, "no room to mark the file in place", str(path))
-    fd = os.open(path, os.O_WRONLY | os.O_NOFOLLOW)
-    try:
-        os.pwrite(fd, new, 0)
-        os.ftruncate(fd, len(new))
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def read_jsonl(path: Path) -> Iterator[dict]:
-    """Complete JSON lines of a file; a torn or corrupt line (from a kill) is skipped."""
-    return (row for _, row in read_jsonl_numbered(path))
-
-
-def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, row) of each complete JSON line of a file, as `read_jsonl`."""
-    if not path.exists():
-        return
-    with open(path, encoding="utf-8", errors="replace") as f:
-        yield from _parsed(f)
-
-
-def _parsed(lines) -> Iterator[tuple[int, dict]]:
-    for number, line in enumerate(lines, start=1):
-        if not line.endswith("\n"):
-            continue
-        try:
-            yield number, json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
-            continue
-
-
 def _lines_of(path: Path, errors: str = "surrogateescape") -> Iterator[str]:
     """The lines of a plain or (by its `.gz` name) gzipped text file; undecodable bytes are kept
     as they are (for a rewrite) or, with `errors="replace"`, replaced (for reading)."""
@@ -213,50 +143,6 @@ def _event_lines(folder: Path, errors: str = "surrogateescape") -> Iterator[str]
         packed.add(line)
         yield line
     yield from (line for line in _lines_of(files[1], errors) if line not in packed)
-
-
-def _rewrite(path: Path, lines) -> None:
-    """Replace `path` with `lines` atomically and durably (on disk before the name points at it, so
-    that a file removed next is never the only copy); a `.gz` path is gzipped, byte for byte the
-    same for the same lines (no time stamp in the header, so a repack changes nothing git sees).
-    A write that fails (a full disk) leaves `path` as it was and no temporary file behind."""
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as raw:
-            if path.suffix == ".gz":
-                with gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=9, mtime=0) as f:
-                    for line in lines:
-                        f.write(line.encode("utf-8", "surrogateescape"))
-            else:
-                raw.writelines(line.encode("utf-8", "surrogateescape") for line in lines)
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    folder = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(folder)
-    finally:
-        os.close(folder)
-
-
-def _write_line(fd: int, data: bytes, path: Path) -> None:
-    """Append `data` whole or not at all: a short write (file size limit, full disk) is cut back."""
-    size = os.fstat(fd).st_size
-    try:
-        written = os.write(fd, data)
-    except OSError as exc:
-        raise TraceWriteError(f"cannot write {path}: {exc.strerror}") from exc
-    if written < len(data):
-        os.ftruncate(fd, size)
-        raise TraceWriteError(f"cannot write {path}: the disk is full or the file size limit was reached")
-
-
-def _ends_torn(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and os.pread(fd, 1, size - 1) != b"\n"
 
 
 class RunFolder:
@@ -349,10 +235,10 @@ class RunFolder:
                 fd = open_nofollow(self.path / name, os.O_RDWR | os.O_APPEND | os.O_CREAT)
             except LinkRefused as exc:  # an OSError stops a run as a failed write does: interrupted, resumable
                 raise TraceWriteError(errno.ELOOP, str(exc), str(self.path / name)) from None
-            if _ends_torn(fd):  # a killed run left half a line: end it so the next line stands alone
+            if ends_torn(fd):  # a killed run left half a line: end it so the next line stands alone
                 os.write(fd, b"\n")
             self._fds[name] = fd
-        _write_line(self._fds[name], (record.model_dump_json() + "\n").encode("utf-8"), self.path / name)
+        write_line(self._fds[name], (record.model_dump_json() + "\n").encode("utf-8"), self.path / name)
 
     def debates(self) -> list[DebateRecord]:
         """Finished debates, the last record per item and seed (a resumed item supersedes its failure).
@@ -398,22 +284,22 @@ class RunFolder:
                 if isinstance(row, dict):
                     dropped.append(row)
             if cut:
-                _rewrite(path, kept)
+                replace_file(path, kept)
         return dropped
 
     def events(self) -> list[dict]:
         """Every call event of the run, packed ones first (read again if a pack removed the plain
         file meanwhile: readers take no lock)."""
         try:
-            return [row for _, row in _parsed(_event_lines(self.path, errors="replace"))]
+            return [row for _, row in parsed(_event_lines(self.path, errors="replace"))]
         except FileNotFoundError:
-            return [row for _, row in _parsed(_event_lines(self.path, errors="replace"))]
+            return [row for _, row in parsed(_event_lines(self.path, errors="replace"))]
 
     def event_lines(self) -> list[tuple[str, dict]]:
         """Each call event as its line and its row, in the order of `events` (a rewrite that leaves
         an event as it was keeps its line byte for byte)."""
         lines = list(_event_lines(self.path, errors="replace"))
-        return [(lines[number - 1], row) for number, row in _parsed(lines)]
+        return [(lines[number - 1], row) for number, row in parsed(lines)]
 
     def pack(self) -> tuple[int, int]:
         """Gzip the run's call events into `events.jsonl.gz` (with any packed before), holding the
@@ -428,7 +314,7 @@ class RunFolder:
         with self._held():  # the files as they are once no run can write
             before = sum(path.stat().st_size for path in _event_files(self.path))
             lines = [line for line in _event_lines(self.path) if line.endswith("\n")]
-            _rewrite(self.path / PACKED_EVENTS_FILE, lines)
+            replace_file(self.path / PACKED_EVENTS_FILE, lines)
             (self.path / EVENTS_FILE).unlink()
         return before, sum(path.stat().st_size for path in _event_files(self.path))
 
@@ -455,7 +341,7 @@ class RunFolder:
                                 else json.dumps(new, ensure_ascii=False, separators=(",", ":"))) + "\n"
                     lines.append(line)
                 if changed:
-                    _rewrite(path, lines)
+                    replace_file(path, lines)
 
     @contextlib.contextmanager
     def _held(self) -> Iterator[None]:

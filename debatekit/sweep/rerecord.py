@@ -33,8 +33,9 @@ from debatekit.models.gateway import Gateway
 from debatekit.models.recorded import READ_FAULTS, Recorded
 from debatekit.records import review
 from debatekit.records.schemas import DebateRecord, RunRecord, cut_offs
+from debatekit.records.storage import write_json_atomic
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, LOCK_FILE, RUN_FILE, RunFolder, RunFolderError,
-                                     git_commit, now, write_json_atomic)
+                                     git_commit, now)
 from debatekit.runner import connection_options, run
 from debatekit.sweep.rescore import READING
 

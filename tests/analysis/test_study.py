@@ -14,9 +14,11 @@ import yaml
 from debatekit import sweep
 from debatekit._base import signals
 from debatekit.analysis import study
+from debatekit.analysis.study.dynamics import _plain
 from debatekit.cli import app as cli
 from debatekit.models import scripted
 from debatekit.records.schemas import RunConfig
+from debatekit.records.work import busy_seconds
 from debatekit.runner import run
 
 TRUTHS = {"q1": 10, "q2": 20, "q3": 30, "q4": 40}
@@ -139,9 +141,9 @@ def test_compute_counts_only_calls_made_and_the_time_some_call_was_running(sweep
 
 
 def test_busy_seconds_counts_overlaps_once():
-    assert study.busy_seconds([]) == 0
-    assert study.busy_seconds([(0, 10), (5, 15), (2, 3), (20, 25)]) == 20
-    assert study.busy_seconds([(20, 25), (0, 10)]) == 15
+    assert busy_seconds([]) == 0
+    assert busy_seconds([(0, 10), (5, 15), (2, 3), (20, 25)]) == 20
+    assert busy_seconds([(20, 25), (0, 10)]) == 15
 
 
 def test_the_study_command_runs_sweep_notebook_and_report_and_resumes_with_no_new_call(tmp_path):
@@ -229,8 +231,8 @@ def test_the_conclusion_says_separates_only_where_interval_and_exact_test_agree(
 
 def test_turning_point_answers_print_as_the_model_wrote_them():
     # a rounds column mixing numbers and None holds floats: 45.0 is printed 45, 9.33 stays
-    assert [study._plain(v) for v in (45.0, 9.33, "B", None, float("nan"))] == [45, 9.33, "B", None, None]
-    assert isinstance(study._plain(45.0), int)
+    assert [_plain(v) for v in (45.0, 9.33, "B", None, float("nan"))] == [45, 9.33, "B", None, None]
+    assert isinstance(_plain(45.0), int)
 
 
 def test_report_only_writes_notebook_and_report_over_a_study_part_way_with_no_call(sweep_dir, capsys):

@@ -36,8 +36,8 @@ asyncio.run(main())
 
 @pytest.fixture
 def no_assembly(monkeypatch):
-    monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
-    monkeypatch.setattr("debatekit.models.local.engine.footprint", lambda name, spare=0: 0)
+    monkeypatch.setattr("debatekit.models.local.weights.ready", lambda name: None)
+    monkeypatch.setattr("debatekit.models.local.weights.footprint", lambda name, spare=0: 0)
     monkeypatch.setenv("DEBATEKIT_ENGINE_HEARTBEAT", "0.1")  # reports well inside the tests' 1-second timeouts
     # a queue that stays full: with fairness the call would take a slot back from the other process
     # (tests/models/test_fair.py)

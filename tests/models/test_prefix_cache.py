@@ -12,8 +12,10 @@ import pytest
 from benchmarks import local_engine
 from debatekit.cli import serve
 from debatekit.cli import app as cli
+from debatekit.models.errors import LocalModelError
 from debatekit.models.local import engine as local
-from debatekit.models.local.engine import LocalModelError, PrefixCache
+from debatekit.models.local import settings, weights
+from debatekit.models.local.prefix_cache import PrefixCache
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 
@@ -88,7 +90,7 @@ def fake_xllamacpp(monkeypatch):
 
 
 def test_the_engine_hands_the_settings_to_llama_cpp(fake_xllamacpp, tmp_path, no_cache_env, monkeypatch):
-    monkeypatch.setattr(local, "mem_available", lambda: 12 * 2**30)
+    monkeypatch.setattr(settings, "mem_available", lambda: 12 * 2**30)
     local.Engine(tmp_path / "m.gguf", 4)
     monkeypatch.setenv("DEBATEKIT_LOCAL_PREFIX_REUSE", "off")
     local.Engine(tmp_path / "m.gguf", 4, cache=PrefixCache(ram_mib=300, reuse=True))  # explicit beats env
@@ -135,8 +137,8 @@ class FakeEngine:
 def test_engine_timings_reach_every_call_event(tmp_path, monkeypatch):
     fake = FakeEngine()
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")  # the fake stands in for an engine in this process
-    monkeypatch.setattr(local, "engine", lambda name=local.DEFAULT_LOCAL, advice="": fake)
-    config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, model=local.DEFAULT_MODEL,
+    monkeypatch.setattr(local, "engine", lambda name=weights.DEFAULT_LOCAL, advice="": fake)
+    config = RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=2, model=weights.DEFAULT_MODEL,
                        params={"agents": 2, "rounds": 2, "stop_on_agreement": False})
     first = run(config, tmp_path / "a", progress=False)
     events = [json.loads(line) for line in (first.path / "events.jsonl").read_text().splitlines()]
@@ -221,10 +223,10 @@ def test_round_two_reuses_each_agents_own_conversation_through_the_shared_engine
 
     from debatekit.models.local import shared as shared_engine
 
-    weights = local.pull(say=lambda msg: None)
+    model_file = weights.pull(say=lambda msg: None)
     home = tmp_path / "home"
     (home / "models").mkdir(parents=True)
-    (home / "models" / weights.name).symlink_to(weights)
+    (home / "models" / model_file.name).symlink_to(model_file)
     for name, value in {"DEBATEKIT_HOME": str(home), "DEBATEKIT_LOCAL_SLOTS": "2", "DEBATEKIT_LOCAL_ENGINE": "shared",
                         "DEBATEKIT_LOCAL_SPARE_SLOTS": "0",  # 2 slots in all: some round-1 states must leave
                         "DEBATEKIT_ENGINE_IDLE": "20"}.items():

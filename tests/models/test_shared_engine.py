@@ -118,7 +118,7 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
         return await real(model, request)
 
     monkeypatch.setattr(shared_engine, "achat", first_dies)
-    monkeypatch.setattr("debatekit.models.local.engine.ready", lambda name: None)
+    monkeypatch.setattr("debatekit.models.local.weights.ready", lambda name: None)
     gateway = Gateway(cache=None, backoff=0.01)
     done = asyncio.run(gateway.complete("local/m", MSG, max_tokens=16))
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
@@ -168,7 +168,7 @@ def test_the_daemon_stops_after_its_idle_time_and_not_while_a_call_is_in_flight(
 
 
 def test_engine_mode_is_shared_by_default_and_checked(monkeypatch):
-    from debatekit.models.local.engine import LocalModelError
+    from debatekit.models.errors import LocalModelError
 
     monkeypatch.delenv("DEBATEKIT_LOCAL_ENGINE", raising=False)
     assert shared_engine.mode() == "shared"

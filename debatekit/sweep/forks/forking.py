@@ -28,7 +28,7 @@ from debatekit.models.cache import ResponseCache
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
-from debatekit.models.local.engine import cache_dir
+from debatekit.models.local.settings import cache_dir
 from debatekit.models.recorded import Forked
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
