@@ -79,6 +79,13 @@ def _wait(procs: list[subprocess.Popen], deadline: float) -> list[float]:
     return ended
 
 
+def _engine_status(env: dict) -> dict:
+    """The status of the side's shared engine (`shared.status()`), {} if none answers."""
+    code = "import json\nfrom debatekit.models.local import shared as s\nprint(json.dumps(s.status() or {}))"
+    done = subprocess.run([sys.executable, "-c", code], env=env, cwd=ROOT, capture_output=True, text=True)
+    return json.loads(done.stdout or "{}")
+
+
 def _stop_engine(env: dict) -> None:
     """Stop the side's shared engine, if it started one, so the next phase starts cold."""
     code = "import os, signal\nfrom debatekit.models.local import shared as s\ni = s.status()\nif i: os.kill(i['pid'], signal.SIGTERM)"
@@ -167,6 +174,9 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
     alone = _wait([_launch(_run_args(small_out, 2, 1), env, work / "unequal" / "alone.log")], 3600)[0]
     result: dict = {"small": "single, gsm8k, 2 items, temperature 0.7, no cache", "head_start_s": head_start,
                     "alone": {"wall_s": round(alone, 1), "completion_tokens": _tokens(small_out)}}
+    engine = _engine_status(env)
+    result["engine"] = {"slots": engine.get("slots"), "fair": engine.get("fair", False)}
+    taken_back = engine.get("preempted", 0)
     for name, big_args in UNEQUAL.items():
         if only and name not in only:
             continue
@@ -176,10 +186,13 @@ def unequal(work: Path, head_start: float, only: list[str] | None = None) -> dic
         time.sleep(head_start)
         beside = _wait([_launch(_run_args(small_out, 2, 1), env, work / "unequal" / f"{name}-small.log")], 3600)[0]
         big_still_running = big.poll() is None
+        preempted = _engine_status(env).get("preempted", 0) - taken_back
+        taken_back += preempted
         if big_still_running:
             os.killpg(big.pid, signal.SIGTERM)
             big.wait()
         result[name] = {"big": " ".join(big_args), "wall_s": round(beside, 1),
+                        "big_generations_taken_back": preempted,
                         "completion_tokens": _tokens(small_out), "big_completion_tokens": _tokens(big_out),
                         "big_still_running_at_the_end": big_still_running,
                         "small_vs_alone": round(beside / alone, 3)}
