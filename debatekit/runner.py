@@ -29,8 +29,8 @@ from debatekit.models.local import shared as shared_engine
 from debatekit.models.cache import ResponseCache, replies_in
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
-from debatekit.models.kinds import policy
 from debatekit.models.local.engine import cache_dir
+from debatekit.models.model import Model, resolve
 from debatekit.records import review
 from debatekit.records.resume import open_record
 from debatekit.records.schemas import CallEvent, DebateRecord, Parent, RunConfig, RunRecord
@@ -52,9 +52,9 @@ _SAID: set[str] = set()
 """The engines (their line up to the first comma) this process has named at a run's start."""
 
 
-def local_models(models: list[str]) -> list[str]:
-    """The embedded models among the model strings `models`, by name, each once."""
-    return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local"]
+def local_models(models: list[Model]) -> list[str]:
+    """The embedded models among `models`, by name, each once."""
+    return [m.short for m in dict.fromkeys(models) if m.local]
 
 
 def default_out(config: RunConfig) -> Path:
@@ -74,11 +74,11 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     run this one forks (`RunRecord.parent`), both set by `debatekit.sweep.forks`."""
     spec = registry.get(config.protocol)
     solver = spec.build(config.params)
-    model = config.run_model
+    model = resolve(config.model)
     if config.call_timeout is None:  # resolved and recorded in run.json
-        config = config.model_copy(update={"call_timeout": policy(model).call_timeout})
+        config = config.model_copy(update={"call_timeout": model.kind.call_timeout})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
-    named = [model, *spec.models_in(config.params)]
+    named = [model, *map(resolve, spec.models_in(config.params))]
     for one_model in named:
         check_model(one_model)
     options = connection_options(config)
@@ -88,7 +88,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
                                  timeout=config.call_timeout, model_options=config.model_options)
     if options:
-        gateway.add_options(model, options)
+        gateway.add_options(model.name, options)
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
@@ -129,7 +129,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                 return
             where = f"items/{item_folder_name(item.id)}" + (f"/seed{seed}" if len(seeds) > 1 else "")
             calls = CallFaults()
-            debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
+            debate = Debate(item, gateway=gateway, model=model, run_id=record.run_id,
                             debate_id=uuid.uuid4().hex[:12], seed=seed, limits=limits,
                             on_event=lambda event: (folder.append(EVENTS_FILE, event), calls.add(event)),
                             folder=folder.path / where, intervention=intervention)
@@ -165,7 +165,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
             tasks.append(asyncio.ensure_future(_say_waits(bar, gateway, config.protocol, list(tasks))))
         await asyncio.gather(*tasks)
         # dead after its first calls, or (a run too short to tell) never answered at all
-        fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))
+        fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model.name))
         if fatal:
             raise ModelSetupError(fatal)
         if left:
@@ -266,7 +266,7 @@ def connection_options(config: RunConfig) -> dict:
     if config.api_base:
         options["api_base"] = config.api_base
         given = config.model_options.get(config.run_model, {})
-        if policy(config.run_model).credentials and "api_key" not in options and "api_key" not in given:
+        if resolve(config.model).kind.credentials and "api_key" not in options and "api_key" not in given:
             options["api_key"] = "none"
     return options
 

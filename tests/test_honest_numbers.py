@@ -16,6 +16,7 @@ from debatekit.cli.app import main
 from debatekit.engine import Outcome
 from debatekit.models import scripted
 from debatekit.models.gateway import FAIL_FAST_AFTER, Gateway, ModelError, ModelSetupError
+from debatekit.models.model import resolve
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import protocol
 from debatekit.runner import run
@@ -210,7 +211,7 @@ def test_a_429_retry_after_is_honoured_and_transient_faults_retry(tmp_path):
     with StatusServer(script) as server:
         gateway = Gateway(backoff=0.01, sleep=sleep,
                           model_options={"openai/m": {"api_base": server.base_url, "api_key": "sk-x"}})
-        done = asyncio.run(gateway.complete("openai/m", [{"role": "user", "content": "hi"}]))
+        done = asyncio.run(gateway.complete(resolve("openai/m"), [{"role": "user", "content": "hi"}]))
     assert done.ok and done.faults == ["rate_limit", "rate_limit"] and len(server.requests) == 3
     assert waits == [2.0, 2.0]  # not the 0.01 s and 0.02 s backoff
 
@@ -221,7 +222,7 @@ def test_a_502_that_mentions_a_connection_error_is_retried_not_taken_for_a_dead_
 
     with StatusServer(script) as server:
         gateway = Gateway(backoff=0.001, model_options={"openai/m": {"api_base": server.base_url, "api_key": "x"}})
-        done = asyncio.run(gateway.complete("openai/m", [{"role": "user", "content": "hi"}]))
+        done = asyncio.run(gateway.complete(resolve("openai/m"), [{"role": "user", "content": "hi"}]))
     assert done.ok and done.faults == ["server", "server"] and gateway.dead("openai/m") is None
 
 
@@ -230,7 +231,7 @@ def test_a_server_answering_200_with_a_body_that_is_not_json_fails_fast():
         gateway = Gateway(backoff=0.001, model_options={"openai/m": {"api_base": server.base_url, "api_key": "x"}})
 
         async def many():
-            return await asyncio.gather(*(gateway.complete("openai/m", [{"role": "user", "content": str(i)}])
+            return await asyncio.gather(*(gateway.complete(resolve("openai/m"), [{"role": "user", "content": str(i)}])
                                           for i in range(8)))
 
         done = asyncio.run(many())

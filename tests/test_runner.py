@@ -148,6 +148,7 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
     from debatekit.datasets import Item
     from debatekit.engine import Debate, Outcome
     from debatekit.models.gateway import Gateway
+    from debatekit.models.model import resolve
     from debatekit.records.schemas import DebateRecord, DebateVerdict
     from debatekit.runner import _debate
 
@@ -158,7 +159,7 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
         return decided
 
     item = Item(id="i1", question="q?", answer=3)
-    debate = Debate(item, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d")
+    debate = Debate(item, gateway=Gateway(), model=resolve("scripted/schema"), run_id="r", debate_id="d")
     record = asyncio.run(_debate(solver, item, debate, "custom"))
     assert {k: getattr(record, k) for k in DebateVerdict.model_fields} == decided.model_dump()
     assert set(Outcome.model_fields) == set(DebateVerdict.model_fields) < set(DebateRecord.model_fields)

@@ -320,14 +320,14 @@ def cmd_datasets(args) -> int:
 
 def cmd_models(args) -> int:
     from debatekit.models.local import engine as local
-    from debatekit.models.kinds import default_model
+    from debatekit.models.model import resolve
 
     if args.action == "pull":
         local.pull(args.name.removeprefix("local/") if args.name else local.DEFAULT_LOCAL)
         return 0
     if args.name:
         raise ValueError("a model NAME goes with `debatekit models pull NAME`")
-    print(f"default: {default_model()}")
+    print(f"default: {resolve(None).name}")
     for row in local.status():
         print(f"{row['model']:36} {row['state']:10}  {row['path']}")
     print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "

@@ -72,9 +72,9 @@ class RunConfig(Strict):
     @property
     def run_model(self) -> str:
         """The model this run calls: `model`, or the default one ($DEBATEKIT_MODEL, else the embedded model)."""
-        from debatekit.models.kinds import default_model
+        from debatekit.models.model import resolve
 
-        return self.model or default_model()
+        return resolve(self.model).name
 
 
 

@@ -29,6 +29,7 @@ from debatekit.models.local import shared as shared_engine
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
 from debatekit.models.local.engine import cache_dir
+from debatekit.models.model import resolve
 from debatekit.models.recorded import Forked
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
@@ -79,7 +80,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     for name in intervention.agents if intervention else ():
         if name not in agents:
             raise ForkError(f"agent {name!r} is not an agent of {folder.path} (its agents: {', '.join(agents)})")
-    live_models = [model or record.model, *(intervention.models if intervention else ())]
+    live_models = [resolve(name) for name in (model or record.model, *(intervention.models if intervention else ()))]
     for name in live_models:
         check_model(name)
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
