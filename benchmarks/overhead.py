@@ -120,7 +120,7 @@ def runner_per_call(items: int) -> dict:
         t = time.perf_counter()
         result = run(config, Path(tmp) / "run", progress=False)
         wall = time.perf_counter() - t
-    calls = result.summary["calls"]
+    calls = result.summary.calls
     return {"items": items, "calls": calls, "wall_s": round(wall, 3), "wall_ms_per_call": round(wall / calls * 1000, 3)}
 
 

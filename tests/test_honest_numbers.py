@@ -103,7 +103,7 @@ def test_a_debate_without_an_answer_after_failed_calls_is_not_scored_whatever_th
     by_id = {d.item_id: d for d in result.debates}
     assert by_id["q0"].status == "error" and by_id["q0"].correct is None and by_id["q0"].score is None
     assert by_id["q1"].status == "ok" and by_id["q1"].correct is False and by_id["q1"].score == 0.0
-    assert result.summary["failed"] == 1 and result.summary["accuracy"] == 0.0
+    assert result.summary.failed == 1 and result.summary.accuracy == 0.0
 
 
 def test_a_reply_that_does_not_parse_is_the_models_answer_and_stays_scored(tmp_path):
@@ -111,7 +111,7 @@ def test_a_reply_that_does_not_parse_is_the_models_answer_and_stays_scored(tmp_p
     config = RunConfig(protocol="single", dataset=str(items(tmp_path, 2)), model=model, cache=False)
     result = run(config, tmp_path / "run", progress=False)
     assert all(d.status == "ok" and d.correct is False for d in result.debates)
-    assert result.summary["failed"] == 0 and result.summary["accuracy"] == 0.0
+    assert result.summary.failed == 0 and result.summary.accuracy == 0.0
 
 
 # --- fail fast ----------------------------------------------------------------------------
@@ -183,8 +183,8 @@ def test_resume_after_a_fail_fast_finishes_the_run(tmp_path):
 
     state["fixed"] = True
     result = run(config, tmp_path / "run", resume=True, progress=False)
-    assert result.record.status == "complete" and result.summary["items"] == 8
-    assert result.summary["failed"] == 0 and result.summary["accuracy"] == 1.0
+    assert result.record.status == "complete" and result.summary.items == 8
+    assert result.summary.failed == 0 and result.summary.accuracy == 1.0
 
 
 def test_a_failure_after_the_model_answered_does_not_stop_the_run(tmp_path):
@@ -195,8 +195,8 @@ def test_a_failure_after_the_model_answered_does_not_stop_the_run(tmp_path):
     model = scripted.register("rejects-some", fn=reply)
     config = RunConfig(protocol="single", dataset=str(items(tmp_path, 8)), model=model, cache=False, concurrency=1)
     result = run(config, tmp_path / "run", progress=False)
-    assert result.record.status == "complete" and result.summary["failed"] == 4
-    assert result.summary["accuracy"] == 1.0
+    assert result.record.status == "complete" and result.summary.failed == 4
+    assert result.summary.accuracy == 1.0
 
 
 def test_a_429_retry_after_is_honoured_and_transient_faults_retry(tmp_path):
@@ -295,7 +295,7 @@ def test_a_sweep_point_takes_seeds_and_api_key_env(tmp_path, monkeypatch):
     dataset = str(items(tmp_path, 3))
     point = {"protocol": "single", "dataset": dataset, "model": model}
     result = sweep.run_point({**point, "seeds": 2}, str(tmp_path / "point"), progress=False)
-    assert result.summary["seeds"] == 2 and result.summary["debates"] == 6 and result.summary["accuracy"] == 1.0
+    assert result.summary.seeds == 2 and result.summary.debates == 6 and result.summary.accuracy == 1.0
     with pytest.raises(ValueError, match="--api-key-env NOT_SET_ANYWHERE: the environment variable is not set"):
         sweep.run_point({**point, "api_key_env": "NOT_SET_ANYWHERE"}, str(tmp_path / "other"), progress=False)
 
