@@ -44,7 +44,7 @@ result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=I
 wall = time.perf_counter() - t
 after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
-print(json.dumps({"items": result.summary["items"], "calls": result.summary["calls"], "wall_s": round(wall, 3),
+print(json.dumps({"items": result.summary.items, "calls": result.summary.calls, "wall_s": round(wall, 3),
                   "rss_debatekit_imported_mib": round(start / 1024, 1),
                   "rss_litellm_imported_mib": round(before / 1024, 1), "peak_rss_mib": round(after / 1024, 1),
                   "run_added_peak_rss_mib": round((after - before) / 1024, 1),

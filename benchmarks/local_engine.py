@@ -133,9 +133,9 @@ def debatekit_side(cache, args, shared: bool = False) -> tuple[dict, list[dict],
                          "slot_prompt_similarity": cache.slot_similarity,
                          "engine": "shared" if shared else "process"}}
     side.update(tokens([c["usage"] for c in log], wall))
-    side.update(load_s=round(load_s, 2), accuracy=result.summary["accuracy"], failed_items=result.summary["failed"],
-                parse_failures=result.summary["parse_failures"], timeouts=result.summary["timeouts"],
-                call_errors=result.summary["errors"], slots=engine.slots, by_round=by_round(out))
+    side.update(load_s=round(load_s, 2), accuracy=result.summary.accuracy, failed_items=result.summary.failed,
+                parse_failures=result.summary.parse_failures, timeouts=result.summary.timeouts,
+                call_errors=result.summary.errors, slots=engine.slots, by_round=by_round(out))
     return side, sorted(log, key=lambda c: c["start"]), out
 
 

@@ -33,6 +33,7 @@ async def measure(calls: int, block: int) -> dict:
     from debatekit.engine import Debate
     from debatekit.models import scripted
     from debatekit.models.gateway import Gateway
+    from debatekit.models.model import resolve
     from debatekit.models.providers import litellm_module as _litellm
     from debatekit.protocols.shared.answers import spec_for
     from debatekit.records.trace import EVENTS_FILE, RunFolder
@@ -43,7 +44,7 @@ async def measure(calls: int, block: int) -> dict:
     gateway = Gateway(cache=None)
     item = Item(id="q1", question="What is the result of 1+3*4+2-5*6?", answer=-15)
     IntegerAnswer = spec_for(item, "integer", "json").output  # the structured reply of a debate's agent
-    debate = Debate(item, gateway=gateway, model=model, run_id="bench", debate_id="d1",
+    debate = Debate(item, gateway=gateway, model=resolve(model), run_id="bench", debate_id="d1",
                     on_event=lambda e: folder.append(EVENTS_FILE, e), folder=None)
 
     async def dk(i):
@@ -61,7 +62,7 @@ async def measure(calls: int, block: int) -> dict:
 
     async def gateway_only(i):
         t = time.perf_counter()
-        c = await gateway.complete(model, messages(i), IntegerAnswer, temperature=0.7, seed=i)
+        c = await gateway.complete(resolve(model), messages(i), IntegerAnswer, temperature=0.7, seed=i)
         assert c.ok
         return time.perf_counter() - t
 
@@ -119,7 +120,7 @@ def runner_per_call(items: int) -> dict:
         t = time.perf_counter()
         result = run(config, Path(tmp) / "run", progress=False)
         wall = time.perf_counter() - t
-    calls = result.summary["calls"]
+    calls = result.summary.calls
     return {"items": items, "calls": calls, "wall_s": round(wall, 3), "wall_ms_per_call": round(wall / calls * 1000, 3)}
 
 

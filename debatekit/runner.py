@@ -2,7 +2,7 @@
 
     from debatekit.runner import run
     result = run(RunConfig(protocol="society_of_mind", dataset="arithmetic", limit=5))
-    result.summary["accuracy"]
+    result.summary.accuracy
 """
 
 from __future__ import annotations
@@ -19,22 +19,20 @@ from pathlib import Path
 from typing import Any, Callable
 
 from debatekit import datasets, registry
-from debatekit._base.answer_kinds import first_of_same
 from debatekit._base.signals import (DRAIN_FILE, Drained, SigtermCancels, Terminated, draining, stop_reason,
                                      wait_stopping)
 from debatekit.analysis import summarize
-from debatekit.datasets.voting import answers_equal
-from debatekit.engine import Debate, Limits, Outcome
+from debatekit.engine import Debate, Limits
+from debatekit.engine.scoring import CallFaults, run_debate
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.cache import ResponseCache, replies_in
 from debatekit.models.errors import LocalModelError
 from debatekit.models.gateway import Gateway, ModelSetupError, check_model
-from debatekit.models.kinds import policy
 from debatekit.models.local.settings import cache_dir
+from debatekit.models.model import Model, resolve
 from debatekit.records import review
 from debatekit.records.resume import open_record
-from debatekit.records.schemas import CallEvent, DebateRecord, Parent, RunConfig, RunRecord
-from debatekit.records.storage import as_write_error
+from debatekit.records.schemas import DatasetInfo, DebateRecord, Parent, RunConfig, RunRecord, RunSummary
 from debatekit.records.trace import DEBATES_FILE, EVENTS_FILE, RunFolder, item_folder_name, now
 
 
@@ -45,17 +43,18 @@ class RunResult:
     debates: list[DebateRecord]
 
     @property
-    def summary(self) -> dict[str, Any]:
-        return self.record.summary
+    def summary(self) -> RunSummary:
+        """How the run went (run.json's `summary`, typed)."""
+        return RunSummary.model_validate(self.record.summary)
 
 
 _SAID: set[str] = set()
 """The engines (their line up to the first comma) this process has named at a run's start."""
 
 
-def local_models(models: list[str]) -> list[str]:
-    """The embedded models among the model strings `models`, by name, each once."""
-    return [m.partition("/")[2] for m in dict.fromkeys(models) if policy(m).name == "local"]
+def local_models(models: list[Model]) -> list[str]:
+    """The embedded models among `models`, by name, each once."""
+    return [m.short for m in dict.fromkeys(models) if m.local]
 
 
 def default_out(config: RunConfig) -> Path:
@@ -64,133 +63,219 @@ def default_out(config: RunConfig) -> Path:
     return Path("runs") / f"{stamp}-{config.protocol}-{name}-{uuid.uuid4().hex[:4]}"
 
 
+@dataclass
+class Setup:
+    """A run's configuration resolved at its edge: the protocol, the models it names (resolved and
+    checked), its items, and the gateway and response cache its calls go through."""
+
+    config: RunConfig
+    spec: registry.ProtocolSpec
+    solver: Any
+    model: Model
+    named: list[Model]
+    items: list
+    info: DatasetInfo
+    gateway: Gateway
+    cache: ResponseCache | None
+    own_gateway: bool
+    """Whether the run's calls reach models through its own gateway (preflight first), not one passed in."""
+
+    def close(self) -> None:
+        if self.cache is not None:
+            self.cache.close()
+
+
+def prepare(config: RunConfig, gateway: Gateway | None = None, around: Callable[[Gateway], Gateway] | None = None,
+            intervention: Any = None) -> Setup:
+    """Resolve `config`: its protocol, its models (each checked), its items, and its gateway: `gateway`
+    if one is given, else a new one with the response cache (when `config.cache`), optionally wrapped
+    by `around` (a fork's: the parent's replies before the fork round, this one after)."""
+    spec = registry.get(config.protocol)
+    solver = spec.build(config.params)
+    model = resolve(config.model)
+    if config.call_timeout is None:  # resolved and recorded in run.json
+        config = config.model_copy(update={"call_timeout": model.kind.call_timeout})
+    items, info = datasets.load(config.dataset, spec.item_model, config.limit)
+    named = [model, *map(resolve, spec.models_in(config.params)), *map(resolve, getattr(intervention, "models", ()))]
+    for one_model in named:
+        check_model(one_model)
+    options = connection_options(config)
+    cache = None
+    own = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
+    if own:
+        cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
+        gateway = Gateway(cache=cache, concurrency=config.max_calls_in_flight, timeout=config.call_timeout,
+                          model_options=config.model_options)
+        gateway = around(gateway) if around else gateway
+    if options:
+        gateway.add_options(model.name, options)
+    return Setup(config, spec, solver, model, named, items, info, gateway, cache, own)
+
+
 async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool = False,
                retry_degraded: bool = False, progress: bool = True, gateway: Gateway | None = None,
+               around: Callable[[Gateway], Gateway] | None = None,
                on_debate: Callable[[DebateRecord], None] | None = None,
                only: set[tuple[str, int]] | None = None, allow_protocol_change: bool = False,
                intervention: Any = None, parent: Parent | None = None) -> RunResult:
     """Run `config` and write its run folder; see `run` for the arguments. `only`: run just these
     (item id, seed) debates (`debatekit.sweep.rescore` plays back the debates a run recorded);
-    `intervention`: what every debate's engine lets change (`Debate.intervention`) and `parent`: the
-    run this one forks (`RunRecord.parent`), both set by `debatekit.sweep.forks`."""
-    spec = registry.get(config.protocol)
-    solver = spec.build(config.params)
-    model = config.run_model
-    if config.call_timeout is None:  # resolved and recorded in run.json
-        config = config.model_copy(update={"call_timeout": policy(model).call_timeout})
-    items, info = datasets.load(config.dataset, spec.item_model, config.limit)
-    named = [model, *spec.models_in(config.params)]
-    for one_model in named:
-        check_model(one_model)
-    options = connection_options(config)
-    folder = RunFolder(out or default_out(config))
-    cache = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
-    own_gateway = gateway is None  # a gateway passed in may answer from elsewhere (a replay, a test double)
-    gateway = gateway or Gateway(cache=cache, concurrency=config.max_calls_in_flight,
-                                 timeout=config.call_timeout, model_options=config.model_options)
-    if options:
-        gateway.add_options(model, options)
+    `intervention`: what every debate's engine lets change (`Debate.intervention`; its `models` are
+    checked and prepared with the run's), `around`: what wraps the run's own gateway, and `parent`: the
+    run this one forks (`RunRecord.parent`), all three set by `debatekit.sweep.forks`."""
+    setup = prepare(config, gateway, around, intervention)
+    folder = RunFolder(out or default_out(setup.config))
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
-        record = open_record(folder, config, info, resume, spec.source, cache, gateway.served_by,
-                              allow_protocol_change, parent)
+        record = open_record(folder, setup.config, setup.info, resume, setup.spec.source, setup.cache,
+                             setup.gateway.served_by, allow_protocol_change, parent)
     except BaseException:
         folder.close()
-        if cache is not None:
-            cache.close()
+        setup.close()
         raise
     (folder.path / DRAIN_FILE).unlink(missing_ok=True)  # a new start runs; an old request is spent
-    seeds = [config.seed + k for k in range(config.seeds)]
-    finished = {(d.item_id, _seed_of(d, config)): d for d in folder.debates()} if resume else {}
-    # degraded: answered although some of its calls failed; retried, it keeps its record unless the retry answers
-    again = {key: d for key, d in finished.items() if d.status == "degraded"} if retry_degraded else {}
-    done = {key for key, d in finished.items() if d.answered and key not in again}
-    if again and cache is not None:  # their answered calls, from their events: a cache that lost them asks no model
-        retried = {d.debate_id for d in again.values()}
-        record.resumes[-1]["restored_replies"] += cache.restore(
-            pair for event in folder.events() if event.get("debate_id") in retried
-            for pair in replies_in(event, gateway.served_by))
-    todo = [(item, seed) for item in items for seed in seeds
-            if (item.id, seed) not in done and (only is None or (item.id, seed) in only)]
+    loop = RunLoop(setup, folder, record, intervention, on_debate)
+    try:
+        await loop.run(loop.plan(resume, retry_degraded, only), progress)
+    finally:
+        debates = loop.close()
+    return RunResult(folder.path, record, debates)
 
-    limits = Limits(config.call_timeout, config.round_timeout, config.debate_timeout,
-                    config.token_budget, config.max_tokens)
-    bar = _progress(len(items) * len(seeds), len(items) * len(seeds) - len(todo), config.protocol, progress)
-    slots = asyncio.Semaphore(config.concurrency)
-    started = time.monotonic()
-    answered, left, errors = [], [], []
 
-    async def one(item, seed: int) -> None:
+class RunLoop:
+    """One start of a run over its folder: the debates left to run, run a few at a time, then the
+    record of how it went (status, reason, summary) written to run.json."""
+
+    def __init__(self, setup: Setup, folder: RunFolder, record: RunRecord, intervention: Any = None,
+                 on_debate: Callable[[DebateRecord], None] | None = None):
+        self.setup, self.folder, self.record = setup, folder, record
+        self.intervention, self.on_debate = intervention, on_debate
+        config = setup.config
+        self.seeds = [config.seed + k for k in range(config.seeds)]
+        self.limits = Limits(config.call_timeout, config.round_timeout, config.debate_timeout,
+                             config.token_budget, config.max_tokens)
+        self.again: dict[tuple[str, int], DebateRecord] = {}  # degraded debates run again (`retry_degraded`)
+        self.answered: list[bool] = []
+        self.left: list[str] = []  # items a drain request left for --resume
+        self.errors: list[str] = []
+        self.bar = None
+        self.started = time.monotonic()
+
+    def plan(self, resume: bool, retry_degraded: bool, only: set[tuple[str, int]] | None) -> list[tuple[Any, int]]:
+        """The (item, seed) debates this start runs: those not answered yet (with `retry_degraded`, the
+        degraded ones too, their answered calls restored to the cache from their events), within `only`."""
+        config, cache, folder = self.setup.config, self.setup.cache, self.folder
+        finished = {(d.item_id, _seed_of(d, config)): d for d in folder.debates()} if resume else {}
+        # degraded: answered although some of its calls failed; retried, it keeps its record unless the retry answers
+        self.again = {key: d for key, d in finished.items() if d.status == "degraded"} if retry_degraded else {}
+        done = {key for key, d in finished.items() if d.answered and key not in self.again}
+        if self.again and cache is not None:  # their answered calls, from their events: a cache that lost them asks no model
+            retried = {d.debate_id for d in self.again.values()}
+            self.record.resumes[-1]["restored_replies"] += cache.restore(
+                pair for event in folder.events() if event.get("debate_id") in retried
+                for pair in replies_in(event, self.setup.gateway.served_by))
+        return [(item, seed) for item in self.setup.items for seed in self.seeds
+                if (item.id, seed) not in done and (only is None or (item.id, seed) in only)]
+
+    async def run(self, todo: list[tuple[Any, int]], progress: bool) -> None:
+        """Run the debates `todo`, `config.concurrency` at a time; the record says how the run ended."""
+        setup, record = self.setup, self.record
+        self.started = time.monotonic()
+        total = len(setup.items) * len(self.seeds)
+        self.bar = _progress(total, total - len(todo), setup.config.protocol, progress)
+        slots = asyncio.Semaphore(setup.config.concurrency)
+        tasks: list[asyncio.Future] = []
+        sigterm = SigtermCancels()  # a batch scheduler's stop is handled like Ctrl-C
+        try:
+            if todo and setup.own_gateway:
+                await self.preflight(progress)
+            tasks = [asyncio.ensure_future(self.one(item, seed, slots)) for item, seed in todo]
+            if progress and todo:
+                tasks.append(asyncio.ensure_future(_say_waits(self.bar, setup.gateway, setup.config.protocol,
+                                                              list(tasks))))
+            await asyncio.gather(*tasks)
+            self.conclude()
+        except ModelSetupError:
+            record.status = "failed"
+            raise
+        except BaseException as exc:
+            record.status, record.reason = "interrupted", stop_reason(exc, sigterm.fired)
+            await _cancel(tasks)  # the first failed write stops every debate, not only its own
+            if sigterm.fired:
+                raise Terminated() from exc
+            raise
+        finally:
+            sigterm.close()
+
+    async def preflight(self, progress: bool) -> None:
+        """Before the first item: each local model named assembled, verified and fitting; the engine
+        that serves them named once per process."""
+        try:
+            serving = await asyncio.to_thread(shared_engine.preflight, local_models(self.setup.named))
+        except LocalModelError as exc:
+            raise ModelSetupError(str(exc)) from exc
+        engine = serving.split(",")[0] if serving else None  # "local engine: pid N" or "...: none running; ..."
+        if engine and progress and engine not in _SAID:  # protocols run together: said once per engine
+            _SAID.add(engine)
+            print(serving, file=sys.stderr, flush=True)
+
+    async def one(self, item, seed: int, slots: asyncio.Semaphore) -> None:
+        """One debate of `item` under `seed`, its record appended to the folder."""
+        setup, folder, gateway = self.setup, self.folder, self.setup.gateway
         async with slots:
             if gateway.dead():
                 return  # the run is stopping: the item is left for --resume
             if draining(folder.path):
-                left.append(item.id)  # asked to drain: the debates started finish, this one waits for --resume
+                self.left.append(item.id)  # asked to drain: the debates started finish, this one waits for --resume
                 return
-            where = f"items/{item_folder_name(item.id)}" + (f"/seed{seed}" if len(seeds) > 1 else "")
+            where = f"items/{item_folder_name(item.id)}" + (f"/seed{seed}" if len(self.seeds) > 1 else "")
             calls = CallFaults()
-            debate = Debate(item, gateway=gateway, model=record.model, run_id=record.run_id,
-                            debate_id=uuid.uuid4().hex[:12], seed=seed, limits=limits,
+            debate = Debate(item, gateway=gateway, model=setup.model, run_id=self.record.run_id,
+                            debate_id=uuid.uuid4().hex[:12], seed=seed, limits=self.limits,
                             on_event=lambda event: (folder.append(EVENTS_FILE, event), calls.add(event)),
-                            folder=folder.path / where, intervention=intervention)
-            result = await _debate(solver, item, debate, config.protocol, calls)
+                            folder=folder.path / where, intervention=self.intervention)
+            result = await run_debate(setup.solver, item, debate, setup.config.protocol, calls)
             folder.append(DEBATES_FILE, result)
-            if not result.answered and (item.id, seed) in again:  # the retry did worse: the last record
-                result = again[item.id, seed]                      # per item and seed is the old one again
+            if not result.answered and (item.id, seed) in self.again:  # the retry did worse: the last record
+                result = self.again[item.id, seed]                     # per item and seed is the old one again
                 folder.append(DEBATES_FILE, result)
-            answered.append(result.answered)
+            self.answered.append(result.answered)
             if not result.answered and result.error:
-                errors.append(f"item {item.id}: {result.error}")
+                self.errors.append(f"item {item.id}: {result.error}")
             review.enqueue(folder, result, where)  # escalated: human review queue
-            if on_debate:
-                on_debate(result)
-            bar.update(1)
+            if self.on_debate:
+                self.on_debate(result)
+            self.bar.update(1)
             stats = gateway.stats
-            bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], tokens=stats["tokens"], refresh=False)
+            self.bar.set_postfix(calls=stats["calls"], cached=stats["cache_hits"], tokens=stats["tokens"], refresh=False)
 
-    tasks: list[asyncio.Future] = []
-    sigterm = SigtermCancels()  # a batch scheduler's stop is handled like Ctrl-C
-    try:
-        if todo and own_gateway:  # before the first item: each local model named assembled, verified, fitting
-            try:
-                serving = await asyncio.to_thread(shared_engine.preflight, local_models(named))
-            except LocalModelError as exc:
-                raise ModelSetupError(str(exc)) from exc
-            engine = serving.split(",")[0] if serving else None  # "local engine: pid N" or "...: none running; ..."
-            if engine and progress and engine not in _SAID:  # protocols run together: said once per engine
-                _SAID.add(engine)
-                print(serving, file=sys.stderr, flush=True)
-        tasks = [asyncio.ensure_future(one(item, seed)) for item, seed in todo]
-        if progress and todo:
-            tasks.append(asyncio.ensure_future(_say_waits(bar, gateway, config.protocol, list(tasks))))
-        await asyncio.gather(*tasks)
+    def conclude(self) -> None:
+        """How a run whose debates all ended went: complete, failed (its model never answered, or no
+        debate got an answer) or drained; raises for the two that stop it."""
+        gateway, record = self.setup.gateway, self.record
         # dead after its first calls, or (a run too short to tell) never answered at all
-        fatal = gateway.dead() or (None if any(answered) else gateway.unreached(model))
+        fatal = gateway.dead() or (None if any(self.answered) else gateway.unreached(self.setup.model.name))
         if fatal:
             raise ModelSetupError(fatal)
-        if left:
-            raise Drained(f"drained: the debates already started finished, {len(left)} item(s) left for --resume")
+        if self.left:
+            raise Drained(f"drained: the debates already started finished, {len(self.left)} item(s) left for --resume")
         record.status = "complete"
-        if answered and not any(answered):  # it ran, and not one debate got an answer: not a finished run
+        if self.answered and not any(self.answered):  # it ran, and not one debate got an answer: not a finished run
             record.status = "failed"
-            record.reason = (f"none of the {len(answered)} debates run got an answer"
-                             + (f"; first error: {errors[0].splitlines()[0]}" if errors else ""))
-    except ModelSetupError:
-        record.status = "failed"
-        raise
-    except BaseException as exc:
-        record.status, record.reason = "interrupted", stop_reason(exc, sigterm.fired)
-        await _cancel(tasks)  # the first failed write stops every debate, not only its own
-        if sigterm.fired:
-            raise Terminated() from exc
-        raise
-    finally:
-        sigterm.close()
-        bar.close()
-        debates = [d for d in folder.debates() if d.item_id in {i.id for i in items}]
-        record.summary = {**summarize(debates), **review.counts(folder.path)}
-        record.summary["wall_s"] = round(time.monotonic() - started, 2)  # this start's run time (a resume counts its own)
+            record.reason = (f"none of the {len(self.answered)} debates run got an answer"
+                             + (f"; first error: {self.errors[0].splitlines()[0]}" if self.errors else ""))
+
+    def close(self) -> list[DebateRecord]:
+        """Write run.json with the summary of the run's debates, release the folder and the cache; the debates."""
+        if self.bar is not None:
+            self.bar.close()
+        folder, record = self.folder, self.record
+        ids = {item.id for item in self.setup.items}
+        debates = [d for d in folder.debates() if d.item_id in ids]
+        summary = RunSummary(**summarize(debates), **review.counts(folder.path),
+                             wall_s=round(time.monotonic() - self.started, 2))  # this start's run time
+        record.summary = summary.model_dump(mode="json")
         record.finished = now()
         try:
             folder.write_run(record)
@@ -199,10 +284,10 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
                 raise
             with contextlib.suppress(OSError):
                 folder.mark_run(record.status, record.reason, record.finished)
-        folder.close()
-        if cache is not None:
-            cache.close()
-    return RunResult(folder.path, record, debates)
+        finally:
+            folder.close()
+            self.setup.close()
+        return debates
 
 
 def run(config: RunConfig, out: Path | str | None = None, **kwargs: Any) -> RunResult:
@@ -267,74 +352,9 @@ def connection_options(config: RunConfig) -> dict:
     if config.api_base:
         options["api_base"] = config.api_base
         given = config.model_options.get(config.run_model, {})
-        if policy(config.run_model).credentials and "api_key" not in options and "api_key" not in given:
+        if resolve(config.model).kind.credentials and "api_key" not in options and "api_key" not in given:
             options["api_key"] = "none"
     return options
-
-
-class CallFaults:
-    """The calls of one debate that failed without a reply (errors, timeouts; not parse failures)."""
-
-    def __init__(self):
-        self.count, self.first = 0, None
-
-    def add(self, event: CallEvent) -> None:
-        if event.error and event.error_kind != "parse":
-            self.count += 1
-            self.first = self.first or event.error
-
-
-async def _debate(solver, item, debate: Debate, protocol: str, calls: CallFaults | None = None) -> DebateRecord:
-    """Run one debate; any exception becomes a failed record, never a crashed run.
-
-    Status: `failed` (the protocol raised), `error` (no final answer, and some calls failed
-    without a reply: not scored, whatever correctness or score the protocol gave the missing
-    answer), `degraded` (an answer despite failed calls: scored) or `ok`.
-    """
-    calls = calls or CallFaults()
-    status, error, outcome = "ok", None, Outcome()
-    try:
-        outcome = await solver(item, debate)
-    except Exception as exc:  # noqa: BLE001 - recorded on the debate, the run goes on
-        if (stop := as_write_error(exc)) is not None:
-            raise stop from exc  # the run folder cannot be written: the run stops (not this item's fault)
-        status, error = "failed", f"{type(exc).__name__}: {exc}"
-    outcome = outcome.model_copy(update={"final_answer": _plain(outcome.final_answer), "output": _plain(outcome.output)})
-    if status == "ok" and calls.count:
-        status, error = ("error", calls.first) if outcome.final_answer is None else ("degraded", None)
-    truth = getattr(item, "answer", None)
-    scored = status in ("ok", "degraded")
-    correct = outcome.correct if scored else None
-    if correct is None and truth is not None and scored:
-        choices = getattr(item, "choices", None)  # options that read the same are one answer
-        correct = outcome.final_answer is not None and answers_equal(first_of_same(outcome.final_answer, choices),
-                                                                     first_of_same(truth, choices))
-    score = outcome.score if scored and outcome.score is not None else None if correct is None else float(correct)
-    record = DebateRecord(
-        **{**dict(outcome), "correct": correct, "score": score},
-        run_id=debate.run_id, debate_id=debate.debate_id, item_id=item.id, protocol=protocol,
-        seed=debate.seed, status=status, error=error, rounds=debate.history, truth=truth,
-        stop_reason=debate.stop_reason, usage=debate.usage, wall_s=round(debate.elapsed, 3), log=debate.log)
-    try:
-        record.model_dump_json()
-    except (ValueError, TypeError) as exc:  # pydantic's serialization error included: this debate fails, not the run
-        return record.model_copy(update={
-            "final_answer": None, "output": {}, "correct": None, "score": None, "status": "failed",
-            "error": f"{protocol} returned an answer or output that cannot be stored (item {item.id}): "
-                     f"{str(exc).splitlines()[0]}"})
-    return record
-
-
-def _plain(value: Any) -> Any:
-    """A protocol's answer or output with numpy scalars (`np.int64`, `np.bool_`) as the Python numbers
-    they are, in lists and dicts too, so that they are stored and compared as such."""
-    if type(value).__module__ == "numpy" and hasattr(value, "item") and getattr(value, "ndim", None) == 0:
-        return value.item()
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value
 
 
 def _seed_of(record: DebateRecord, config: RunConfig) -> int:

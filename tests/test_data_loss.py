@@ -99,7 +99,7 @@ def test_debatekits_truncation_marker_is_never_read_as_an_answer(tmp_path, model
                            params={"agents": 2, "rounds": 2, "stop_on_agreement": False}), tmp_path / "run",
                  progress=False)
     correct = {d.item_id: d.correct for d in result.debates}
-    assert correct == {"big": False, "three": True} and result.summary["parse_failures"] == 0
+    assert correct == {"big": False, "three": True} and result.summary.parse_failures == 0
     assert all(a == 3 for d in result.debates for r in d.rounds for a in r.answers.values())
     # the parsed reasoning is capped as the text is (it is stored, and shown to the other agents)
     assert (result.path / "events.jsonl").stat().st_size < 8 * 5 * (MAX_REPLY_CHARS + 10_000)
@@ -117,11 +117,11 @@ def test_a_cache_row_that_is_no_reply_is_a_miss_with_one_warning(tmp_path, capfd
     db.close()
     capfd.readouterr()
     again = run(config, tmp_path / "again", progress=False)
-    assert again.summary["failed"] == 0 and again.summary["cache_hits"] == 0 and again.summary["provider_calls"] == 2
+    assert again.summary.failed == 0 and again.summary.cache_hits == 0 and again.summary.provider_calls == 2
     warnings = capfd.readouterr().err.strip().splitlines()
     assert len(warnings) == 1 and "asking the model again" in warnings[0], warnings
     # the reply asked for again replaced the bad row: the next run reads it from the cache
-    assert run(config, tmp_path / "third", progress=False).summary["cache_hits"] == 2
+    assert run(config, tmp_path / "third", progress=False).summary.cache_hits == 2
 
 
 # --- 4. a deeply nested row ------------------------------------------------------------------------

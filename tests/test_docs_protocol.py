@@ -43,7 +43,7 @@ def test_the_tutorial_protocol_debates_until_the_two_agents_agree(tmp_path, arit
                      tmp_path / "run", progress=False)
     finally:
         registry._protocols.pop("pair", None)
-    assert result.summary["accuracy"] == 1.0
+    assert result.summary.accuracy == 1.0
     assert [d.stop_reason for d in result.debates] == ["agreement"] * 3
     assert all(len(d.rounds) == 2 and d.converged for d in result.debates)
     assert seen[("q1", "proposer", 1)] == "What is 10?" and seen[("q1", "proposer", 2)] == "What is 10?\ncritic said 11"

@@ -8,6 +8,7 @@ from debatekit.datasets import Item
 from debatekit.engine import STOP_REASONS, Debate, Limits, Outcome, Phase, agreement, plateau, reply_budget
 from debatekit.models import scripted
 from debatekit.models.gateway import Gateway
+from debatekit.models.model import resolve
 from debatekit.records.schemas import RoundRecord, RunConfig
 from debatekit.runner import run
 
@@ -19,7 +20,7 @@ class Num(BaseModel):
 
 
 def debate(model, limits=None, events=None):
-    return Debate(ITEM, gateway=Gateway(backoff=0.001), model=model, run_id="r", debate_id="d",
+    return Debate(ITEM, gateway=Gateway(backoff=0.001), model=resolve(model), run_id="r", debate_id="d",
                   limits=limits or Limits(), on_event=(events.append if events is not None else None))
 
 
@@ -143,10 +144,11 @@ def test_agreement_needs_every_agent_answered():
 
 
 def test_debate_writes_its_own_files_atomically(tmp_path):
-    d = Debate(ITEM, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d", folder=tmp_path / "i1")
+    d = Debate(ITEM, gateway=Gateway(), model=resolve("scripted/schema"), run_id="r", debate_id="d",
+               folder=tmp_path / "i1")
     path = d.write("debate_round1_nla.json", {"round": 1})
     assert path.read_text().strip().startswith("{") and '"round": 1' in path.read_text()
-    assert Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d").write("x.json", {}) is None
+    assert Debate(ITEM, gateway=Gateway(), model=resolve("m"), run_id="r", debate_id="d").write("x.json", {}) is None
 
 
 def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model_from):
@@ -172,7 +174,7 @@ def test_ask_timeout_caps_the_whole_call_and_gather_timeout_caps_the_phase(model
 
 def _phases_debate(fire_after: str | None, fire_from: int = 1, max_rounds: int = 4, min_rounds: int = 1):
     """A debate whose rounds are three phases; a stop rule fires after `fire_after` from round `fire_from`."""
-    d = Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d")
+    d = Debate(ITEM, gateway=Gateway(), model=resolve("m"), run_id="r", debate_id="d")
     ran, state = [], {"phase": None, "round": 0}
 
     def phase(name):
@@ -211,7 +213,7 @@ def test_stop_rules_are_not_asked_before_the_minimum_round():
 
 
 def test_the_engine_checks_the_budget_before_every_round_for_every_protocol():
-    d = Debate(ITEM, gateway=Gateway(), model="m", run_id="r", debate_id="d", limits=Limits(token_budget=10))
+    d = Debate(ITEM, gateway=Gateway(), model=resolve("m"), run_id="r", debate_id="d", limits=Limits(token_budget=10))
     ran = []
 
     async def spend(r):
@@ -272,7 +274,7 @@ def test_a_fault_outside_the_calls_stops_the_phase_and_leaves_no_unretrieved_tas
     def full_disk(event):
         raise OSError(28, "No space left on device")
 
-    d = Debate(ITEM, gateway=Gateway(backoff=0.001), model=model, run_id="r", debate_id="d",
+    d = Debate(ITEM, gateway=Gateway(backoff=0.001), model=resolve(model), run_id="r", debate_id="d",
                limits=Limits(), on_event=full_disk)
     reported = []
 

@@ -85,9 +85,9 @@ def test_a_30_item_sweep_at_20_percent_mixed_faults_loses_nothing(tmp_path):
     assert len(injected) > 30 and set(injected) == set(KINDS)   # all kinds occurred
     traced = Counter(kind for e in events for kind in e["faults"])
     assert traced == Counter(KINDS[k] for k in injected)
-    assert result.summary["parse_failures"] == traced["parse"]
-    assert result.summary["timeouts"] == traced["timeout"]
-    assert result.summary["retries"] == traced["timeout"] + traced["rate_limit"] + traced["server"] + traced["empty"]
+    assert result.summary.parse_failures == traced["parse"]
+    assert result.summary.timeouts == traced["timeout"]
+    assert result.summary.retries == traced["timeout"] + traced["rate_limit"] + traced["server"] + traced["empty"]
     # the run still answers: retries and repair recover most calls
     assert sum(e["output"] is not None for e in events) >= 0.95 * len(events)
     assert result.record.status == "complete"
@@ -103,7 +103,7 @@ def test_an_agent_whose_calls_all_fail_is_recorded_and_the_debate_still_ends(tmp
     result = run(config, tmp_path / "run", progress=False, gateway=Gateway(backoff=0.001, max_retries=1))
     # an answer was reached although agent1's calls failed: degraded, and scored
     assert len(result.debates) == 3 and all(d.status == "degraded" and d.correct for d in result.debates)
-    assert result.summary["degraded"] == 3 and result.summary["failed"] == 0
+    assert result.summary.degraded == 3 and result.summary.failed == 0
     failed = [json.loads(line) for line in (tmp_path / "run" / "events.jsonl").read_text().splitlines()]
     failed = [e for e in failed if e["agent"] == "agent1"]
     assert failed and all(e["error_kind"] == "server" and e["faults"] == ["server", "server"] for e in failed)

@@ -16,6 +16,7 @@ from debatekit.cli.app import main
 from debatekit.engine import Outcome
 from debatekit.models import scripted
 from debatekit.models.gateway import FAIL_FAST_AFTER, Gateway, ModelError, ModelSetupError
+from debatekit.models.model import resolve
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import protocol
 from debatekit.runner import run
@@ -102,7 +103,7 @@ def test_a_debate_without_an_answer_after_failed_calls_is_not_scored_whatever_th
     by_id = {d.item_id: d for d in result.debates}
     assert by_id["q0"].status == "error" and by_id["q0"].correct is None and by_id["q0"].score is None
     assert by_id["q1"].status == "ok" and by_id["q1"].correct is False and by_id["q1"].score == 0.0
-    assert result.summary["failed"] == 1 and result.summary["accuracy"] == 0.0
+    assert result.summary.failed == 1 and result.summary.accuracy == 0.0
 
 
 def test_a_reply_that_does_not_parse_is_the_models_answer_and_stays_scored(tmp_path):
@@ -110,7 +111,7 @@ def test_a_reply_that_does_not_parse_is_the_models_answer_and_stays_scored(tmp_p
     config = RunConfig(protocol="single", dataset=str(items(tmp_path, 2)), model=model, cache=False)
     result = run(config, tmp_path / "run", progress=False)
     assert all(d.status == "ok" and d.correct is False for d in result.debates)
-    assert result.summary["failed"] == 0 and result.summary["accuracy"] == 0.0
+    assert result.summary.failed == 0 and result.summary.accuracy == 0.0
 
 
 # --- fail fast ----------------------------------------------------------------------------
@@ -182,8 +183,8 @@ def test_resume_after_a_fail_fast_finishes_the_run(tmp_path):
 
     state["fixed"] = True
     result = run(config, tmp_path / "run", resume=True, progress=False)
-    assert result.record.status == "complete" and result.summary["items"] == 8
-    assert result.summary["failed"] == 0 and result.summary["accuracy"] == 1.0
+    assert result.record.status == "complete" and result.summary.items == 8
+    assert result.summary.failed == 0 and result.summary.accuracy == 1.0
 
 
 def test_a_failure_after_the_model_answered_does_not_stop_the_run(tmp_path):
@@ -194,8 +195,8 @@ def test_a_failure_after_the_model_answered_does_not_stop_the_run(tmp_path):
     model = scripted.register("rejects-some", fn=reply)
     config = RunConfig(protocol="single", dataset=str(items(tmp_path, 8)), model=model, cache=False, concurrency=1)
     result = run(config, tmp_path / "run", progress=False)
-    assert result.record.status == "complete" and result.summary["failed"] == 4
-    assert result.summary["accuracy"] == 1.0
+    assert result.record.status == "complete" and result.summary.failed == 4
+    assert result.summary.accuracy == 1.0
 
 
 def test_a_429_retry_after_is_honoured_and_transient_faults_retry(tmp_path):
@@ -210,7 +211,7 @@ def test_a_429_retry_after_is_honoured_and_transient_faults_retry(tmp_path):
     with StatusServer(script) as server:
         gateway = Gateway(backoff=0.01, sleep=sleep,
                           model_options={"openai/m": {"api_base": server.base_url, "api_key": "sk-x"}})
-        done = asyncio.run(gateway.complete("openai/m", [{"role": "user", "content": "hi"}]))
+        done = asyncio.run(gateway.complete(resolve("openai/m"), [{"role": "user", "content": "hi"}]))
     assert done.ok and done.faults == ["rate_limit", "rate_limit"] and len(server.requests) == 3
     assert waits == [2.0, 2.0]  # not the 0.01 s and 0.02 s backoff
 
@@ -221,7 +222,7 @@ def test_a_502_that_mentions_a_connection_error_is_retried_not_taken_for_a_dead_
 
     with StatusServer(script) as server:
         gateway = Gateway(backoff=0.001, model_options={"openai/m": {"api_base": server.base_url, "api_key": "x"}})
-        done = asyncio.run(gateway.complete("openai/m", [{"role": "user", "content": "hi"}]))
+        done = asyncio.run(gateway.complete(resolve("openai/m"), [{"role": "user", "content": "hi"}]))
     assert done.ok and done.faults == ["server", "server"] and gateway.dead("openai/m") is None
 
 
@@ -230,7 +231,7 @@ def test_a_server_answering_200_with_a_body_that_is_not_json_fails_fast():
         gateway = Gateway(backoff=0.001, model_options={"openai/m": {"api_base": server.base_url, "api_key": "x"}})
 
         async def many():
-            return await asyncio.gather(*(gateway.complete("openai/m", [{"role": "user", "content": str(i)}])
+            return await asyncio.gather(*(gateway.complete(resolve("openai/m"), [{"role": "user", "content": str(i)}])
                                           for i in range(8)))
 
         done = asyncio.run(many())
@@ -294,7 +295,7 @@ def test_a_sweep_point_takes_seeds_and_api_key_env(tmp_path, monkeypatch):
     dataset = str(items(tmp_path, 3))
     point = {"protocol": "single", "dataset": dataset, "model": model}
     result = sweep.run_point({**point, "seeds": 2}, str(tmp_path / "point"), progress=False)
-    assert result.summary["seeds"] == 2 and result.summary["debates"] == 6 and result.summary["accuracy"] == 1.0
+    assert result.summary.seeds == 2 and result.summary.debates == 6 and result.summary.accuracy == 1.0
     with pytest.raises(ValueError, match="--api-key-env NOT_SET_ANYWHERE: the environment variable is not set"):
         sweep.run_point({**point, "api_key_env": "NOT_SET_ANYWHERE"}, str(tmp_path / "other"), progress=False)
 

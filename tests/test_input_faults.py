@@ -32,7 +32,7 @@ def test_a_key_echoed_in_a_good_reply_is_masked_before_anything_is_written(tmp_p
                            model_options={model: {"api_base": server.base_url, "api_key": KEY}})
         result = run(config, tmp_path / "run", progress=False)
         sent = json.dumps(server.requests())
-    assert result.summary["errors"] == 0 and result.summary["calls"] == 8
+    assert result.summary.errors == 0 and result.summary.calls == 8
     events = (result.path / "events.jsonl").read_text()
     assert "Bearer ***" in events  # the provider did echo the header: it was masked
     for path in tmp_path.rglob("*"):
@@ -69,7 +69,7 @@ def test_a_huge_reply_is_capped_where_stored_and_sent_back_and_kept_whole_once(t
     config = RunConfig(protocol="single", dataset="arithmetic", limit=2, model=model_from(huge),
                        params={"answer_format": "json"})
     result = run(config, tmp_path / "run", progress=False)
-    assert result.summary["items"] == 2
+    assert result.summary.items == 2
     repair = [m for m in seen if len(m) > 2]
     assert repair, "no repair round was sent"
     for messages in repair:

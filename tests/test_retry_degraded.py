@@ -50,7 +50,7 @@ def test_retry_runs_again_only_the_degraded_debate_and_asks_only_for_its_failed_
     kept = {d.item_id: d for d in RunFolder(out).debates()}
     assert sorted(kept) == ["q1", "q2", "q3"] and all(d.status == "ok" and d.correct for d in kept.values())
     assert kept["q2"].rounds[-1].answers == {"agent1": 20, "agent2": 20, "agent3": 20}
-    assert again.summary["degraded"] == 0 and again.summary["debates"] == 3
+    assert again.summary.degraded == 0 and again.summary.debates == 3
 
 
 def test_a_retry_that_gets_no_answer_keeps_the_degraded_record(tmp_path, arithmetic_file):
@@ -73,7 +73,7 @@ def test_a_retry_that_gets_no_answer_keeps_the_degraded_record(tmp_path, arithme
     again = run(config, out, resume=True, retry_degraded=True, progress=False)
     kept = {d.item_id: d for d in RunFolder(out).debates()}
     assert kept["q2"].debate_id == first["q2"].debate_id and kept["q2"].status == "degraded"
-    assert again.summary["degraded"] == 1 and again.summary["failed"] == 0
+    assert again.summary.degraded == 1 and again.summary.failed == 0
     # the failed retry stays in the trace: its record, then the old one again as the item's last
     rows = [line for line in (out / "debates.jsonl").read_text().splitlines() if '"q2"' in line]
     assert [json.loads(r)["status"] for r in rows] == ["degraded", "error", "degraded"]
@@ -117,6 +117,6 @@ def test_a_retry_on_a_machine_without_the_cache_still_asks_only_for_the_failed_c
     monkeypatch.setenv("DEBATEKIT_CACHE_DIR", str(tmp_path / "another-machine"))  # an empty cache
     again = run(config, out, resume=True, retry_degraded=True, progress=False)
     assert asked == Counter({("q2", "agent1", 2): 1})  # the other five came back from the debate's events
-    assert again.summary["degraded"] == 0
+    assert again.summary.degraded == 0
     record = json.loads((out / "run.json").read_text())
     assert record["resumes"][-1]["restored_replies"] == 5

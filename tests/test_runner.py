@@ -33,7 +33,34 @@ def test_run_folder_holds_run_events_and_debates(tmp_path, arithmetic_file, mode
     assert record["summary"]["accuracy"] == 1.0 and record["summary"]["items"] == 3
     assert len((tmp_path / "r" / "debates.jsonl").read_text().splitlines()) == 3
     assert len((tmp_path / "r" / "events.jsonl").read_text().splitlines()) == 6  # agreement after round 1
-    assert result.summary["calls"] == 6
+    assert result.summary.calls == 6
+
+
+def test_the_summary_is_typed_and_run_json_keeps_it_as_the_summary_functions_give_it(tmp_path, arithmetic_file,
+                                                                                     model_from):
+    from debatekit.analysis import summarize
+    from debatekit.records import review
+    from debatekit.records.schemas import RunSummary
+
+    model = model_from(lambda req: answer(int(req.item_id[1:]) * 10))
+    result = run(config(arithmetic_file, model), tmp_path / "r", progress=False)
+    assert isinstance(result.summary, RunSummary) and result.summary.accuracy == 1.0 and result.summary.items == 3
+    written = json.loads((tmp_path / "r" / "run.json").read_text())["summary"]
+    expected = {**summarize(result.debates), **review.counts(tmp_path / "r"), "wall_s": written["wall_s"]}
+    assert json.dumps(written) == json.dumps(expected, default=str)  # the same keys, in order, and values
+    assert set(RunSummary.model_fields) == set(written)  # a field for every key written
+
+
+def test_no_function_of_the_run_loop_is_long():
+    import ast
+    from pathlib import Path
+
+    import debatekit.runner
+
+    tree = ast.parse(Path(debatekit.runner.__file__).read_text(encoding="utf-8"))
+    long = [f"{node.name}: {node.end_lineno - node.lineno + 1} lines" for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno >= 60]
+    assert long == []
 
 
 def test_rerun_with_cache_makes_zero_model_calls(tmp_path, arithmetic_file, model_from):
@@ -42,8 +69,8 @@ def test_rerun_with_cache_makes_zero_model_calls(tmp_path, arithmetic_file, mode
     first = run(config(arithmetic_file, model), tmp_path / "a", progress=False)
     n = len(calls)
     second = run(config(arithmetic_file, model), tmp_path / "b", progress=False)
-    assert len(calls) == n and second.summary["provider_calls"] == 0
-    assert second.summary["cache_hits"] == second.summary["calls"] == first.summary["calls"]
+    assert len(calls) == n and second.summary.provider_calls == 0
+    assert second.summary.cache_hits == second.summary.calls == first.summary.calls
     assert sorted(d.final_answer for d in second.debates) == sorted(d.final_answer for d in first.debates)
 
 
@@ -113,7 +140,7 @@ def test_a_crashing_debate_is_recorded_as_failed_and_the_run_goes_on(tmp_path, a
     assert by_id["q2"].status == "failed" and "boom" in by_id["q2"].error
     assert by_id["q1"].correct and by_id["q3"].correct
     # a crash is not the model's answer: counted in `failed`, left out of accuracy (not scored as wrong)
-    assert result.summary["failed"] == 1 and result.summary["accuracy"] == 1.0
+    assert result.summary.failed == 1 and result.summary.accuracy == 1.0
 
 
 def test_credentials_in_model_options_never_reach_the_trace(tmp_path, arithmetic_file, model_from):
@@ -148,8 +175,9 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
     from debatekit.datasets import Item
     from debatekit.engine import Debate, Outcome
     from debatekit.models.gateway import Gateway
+    from debatekit.models.model import resolve
     from debatekit.records.schemas import DebateRecord, DebateVerdict
-    from debatekit.runner import _debate
+    from debatekit.engine.scoring import run_debate
 
     decided = Outcome(final_answer=4, correct=False, score=0.25, converged=False, needs_human_review=True,
                       escalation_reason="split", escalated_to="council", output={"why": ["a", "b"]})
@@ -158,12 +186,12 @@ def test_every_field_a_protocol_decides_reaches_the_debate_record():
         return decided
 
     item = Item(id="i1", question="q?", answer=3)
-    debate = Debate(item, gateway=Gateway(), model="scripted/schema", run_id="r", debate_id="d")
-    record = asyncio.run(_debate(solver, item, debate, "custom"))
+    debate = Debate(item, gateway=Gateway(), model=resolve("scripted/schema"), run_id="r", debate_id="d")
+    record = asyncio.run(run_debate(solver, item, debate, "custom"))
     assert {k: getattr(record, k) for k in DebateVerdict.model_fields} == decided.model_dump()
     assert set(Outcome.model_fields) == set(DebateVerdict.model_fields) < set(DebateRecord.model_fields)
     # what the runner derives when the protocol leaves it open: correctness against the truth, the score
-    record = asyncio.run(_debate(lambda item, debate: _outcome(Outcome(final_answer=3)), item, debate, "custom"))
+    record = asyncio.run(run_debate(lambda item, debate: _outcome(Outcome(final_answer=3)), item, debate, "custom"))
     assert (record.correct, record.score, record.escalated_to) == (True, 1.0, None)
 
 
@@ -266,7 +294,7 @@ def test_restored_replies_include_the_repaired_ones(tmp_path, arithmetic_file, m
     resumed = run(config(arithmetic_file, model, limit=2), tmp_path / "r", resume=True, progress=False)
     again = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
     assert asked == [] and all(e["cache_hit"] for e in again if e["item_id"] == "q2")
-    assert resumed.summary["parse_failures"] == sum(e["parse_failures"] for e in events) > 0
+    assert resumed.summary.parse_failures == sum(e["parse_failures"] for e in events) > 0
 
 
 def test_a_resume_restores_nothing_the_cache_already_holds_and_nothing_from_runs_recorded_before(
@@ -297,7 +325,7 @@ def test_the_work_of_cut_off_debates_still_counts_in_the_runs_compute(tmp_path, 
     model = model_from(lambda req: answer(req.params["seed"] % 7))
     first = run(config(arithmetic_file, model), tmp_path / "r", progress=False)
     whole = compute(load_runs([tmp_path / "r"])).iloc[0]
-    assert whole["calls_made"] == first.summary["provider_calls"] > 0
+    assert whole["calls_made"] == first.summary.provider_calls > 0
     events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
     cut = [e for e in events if e["item_id"] != "q1"]
     _cut_off(tmp_path / "r", keep=1)

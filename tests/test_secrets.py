@@ -63,7 +63,7 @@ def test_planted_keys_appear_in_no_output(tmp_path, monkeypatch, caplog, capfd, 
         result = run(config, tmp_path / "run", progress=True)
         sweep.record_point(str(tmp_path / "point.json"), result)
         print(summary_table([result]))
-        assert result.summary["errors"] == 0 and result.summary["calls"] > 0
+        assert result.summary.errors == 0 and result.summary.calls > 0
     assert grep(tmp_path) == []
     out, err = capfd.readouterr()
     logs = "\n".join(r.getMessage() for r in caplog.records)

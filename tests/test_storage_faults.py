@@ -103,7 +103,7 @@ def test_a_cache_read_error_mid_run_is_a_miss_not_a_failed_item(tmp_path, arithm
     config = RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model="scripted/schema",
                        params={"agents": 2, "rounds": 1})
     result = run(config, tmp_path / "run", progress=False, gateway=Gateway(cache=cache))
-    assert result.summary["failed"] == 0 and result.summary["calls"] == 6
+    assert result.summary.failed == 0 and result.summary.calls == 6
     err = capfd.readouterr().err
     assert err.count("response cache") == 2  # one warning for reads, one for writes
 

@@ -11,12 +11,15 @@ import asyncio
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from debatekit import __version__
 from debatekit.cli.flags import add_config_flags, config_settings, positive
+
+if TYPE_CHECKING:
+    from debatekit.records.schemas import RunSummary
 
 
 def _parse_set(pairs: list[str]) -> dict[str, Any]:
@@ -125,12 +128,12 @@ def cmd_run(args) -> int:
                       "(fix it, then --resume)"), file=sys.stderr)
     for r in results:
         s = r.summary
-        if s["failed"] and r not in failed:
-            print(visible(f"debatekit: warning: {r.record.config.protocol}: {s['failed']} of {s['debates']} debates "
+        if s.failed and r not in failed:
+            print(visible(f"debatekit: warning: {r.record.config.protocol}: {s.failed} of {s.debates} debates "
                           f"have no answer (left out of accuracy; --resume retries them); first error: "
-                          f"{s['first_error']}"), file=sys.stderr)
-        if s["degraded"]:
-            print(f"debatekit: note: {r.record.config.protocol}: {s['degraded']} of {s['debates']} debates answered "
+                          f"{s.first_error}"), file=sys.stderr)
+        if s.degraded:
+            print(f"debatekit: note: {r.record.config.protocol}: {s.degraded} of {s.debates} debates answered "
                   f"although some of their calls failed (degraded: scored); --resume --retry-degraded runs them "
                   f"again", file=sys.stderr)
     return 1 if failed else 0
@@ -213,20 +216,17 @@ def summary_table(results, wide: bool = False) -> str:
     rows = [head]
     for r in results:
         s, cfg = r.summary, r.record.config
-        if s["accuracy"] is not None:
-            acc = f"{s['accuracy']:.2f} [{s['accuracy_ci'][0]:.2f}, {s['accuracy_ci'][1]:.2f}]"
-        elif s.get("score") is not None:  # no ground truth: the protocol's own score (judge, F1, ...)
-            acc = f"score {s['score']:.2f} [{s['score_ci'][0]:.2f}, {s['score_ci'][1]:.2f}]"
+        if s.accuracy is not None:
+            acc = f"{s.accuracy:.2f} [{s.accuracy_ci[0]:.2f}, {s.accuracy_ci[1]:.2f}]"
+        elif s.score is not None:  # no ground truth: the protocol's own score (judge, F1, ...)
+            acc = f"score {s.score:.2f} [{s.score_ci[0]:.2f}, {s.score_ci[1]:.2f}]"
         else:
             acc = "n/a"
         params = " ".join(f"{k}={v}" for k, v in cfg.params.items()) or "-"
-        rows.append((cfg.protocol, params, str(s["items"]), str(s.get("seeds", 1)), str(s["failed"]),
-                     str(s.get("degraded", 0)), acc,
-                     f"{s['mean_rounds']:.1f}" if s["mean_rounds"] is not None else "-", str(s["calls"]),
-                     str(s["prompt_tokens"] + s["completion_tokens"]), str(s["cache_hits"]),
-                     *_parse_failures(s),
-                     " ".join(f"{n} {to}" for to, n in s.get("escalated_to", {}).items()) or "0",
-                     f"{s['wall_s']:.0f}"))
+        rows.append((cfg.protocol, params, str(s.items), str(s.seeds), str(s.failed), str(s.degraded), acc,
+                     f"{s.mean_rounds:.1f}" if s.mean_rounds is not None else "-", str(s.calls),
+                     str(s.prompt_tokens + s.completion_tokens), str(s.cache_hits), *_parse_failures(s),
+                     " ".join(f"{n} {to}" for to, n in s.escalated_to.items()) or "0", f"{s.wall_s:.0f}"))
     from debatekit.analysis.paired import aligned
 
     note = ""
@@ -253,13 +253,12 @@ def _narrow(rows: list[tuple[str, ...]]) -> tuple[list[tuple[str, ...]], str]:
     return shown, f"(not all zero in columns left out: {', '.join(left)}; --wide shows them)\n" if left else ""
 
 
-def _parse_failures(summary: dict) -> tuple[str, ...]:
+def _parse_failures(summary: RunSummary) -> tuple[str, ...]:
     """A run's replies cut off at the token limit (read or not; "?" where a record did not count them),
     its parse failures by cause (cut off, stopped looping, the rest), and its echoed answers."""
-    cut, looped = summary.get("cut_off_unread", 0), summary.get("looped", 0)
-    every = summary.get("cut_off")
-    return ("?" if every is None else str(every), str(cut), str(looped), str(summary["parse_failures"] - cut - looped),
-            str(summary.get("echoes", 0)))
+    cut, looped, every = summary.cut_off_unread, summary.looped, summary.cut_off
+    return ("?" if every is None else str(every), str(cut), str(looped), str(summary.parse_failures - cut - looped),
+            str(summary.echoes))
 
 
 def protocol_report(result) -> str:
@@ -320,14 +319,14 @@ def cmd_datasets(args) -> int:
 
 def cmd_models(args) -> int:
     from debatekit.models.local import weights
-    from debatekit.models.kinds import default_model
+    from debatekit.models.model import resolve
 
     if args.action == "pull":
         weights.pull(args.name.removeprefix("local/") if args.name else weights.DEFAULT_LOCAL)
         return 0
     if args.name:
         raise ValueError("a model NAME goes with `debatekit models pull NAME`")
-    print(f"default: {default_model()}")
+    print(f"default: {resolve(None).name}")
     for row in weights.status():
         print(f"{row['model']:36} {row['state']:10}  {row['path']}")
     print("any litellm model string also works: openai/gpt-4o-mini, ollama/llama3, hosted_vllm/..., "

@@ -3,7 +3,8 @@
 - `gateway`: every model call (retries, repair rounds, the response cache, fault kinds); the only
   module that imports litellm, through `providers`. `reading`: how a reply is read (response
   format, parse, finished or not, the text kept) and the repair prompts.
-- `kinds`: what differs between `local/`, `scripted/` and provider model strings.
+- `model`: a model string resolved once into a `Model` (name and kind), and the `Caller` a call is
+  made for; `kinds`: what differs between `local/`, `scripted/` and provider model strings.
 - `local/`: the embedded llama.cpp model (`local.engine`), the one engine a machine shares
   (`local.shared`, served by `local.daemon`), its slots, prefix reuse, thread budget and speculation.
 - `repetition`: the loop detector that stops a reply repeating itself; `watch`: a call's timeout,
@@ -16,9 +17,9 @@
 
 from debatekit._base.lazy import exports
 
-__all__ = ["Completion", "Gateway", "LocalModelError", "ModelError", "ModelSetupError", "ResponseCache",
-           "check_model", "default_model", "policy"]
+__all__ = ["Caller", "Completion", "Gateway", "LocalModelError", "Model", "ModelError", "ModelSetupError",
+           "ResponseCache", "check_model", "default_model", "policy", "resolve"]
 __getattr__, __dir__ = exports(__name__, {
     "Completion": "gateway", "Gateway": "gateway", "ModelError": "gateway", "ModelSetupError": "gateway",
     "check_model": "gateway", "default_model": "kinds", "policy": "kinds", "LocalModelError": "errors",
-    "ResponseCache": "cache"})
+    "ResponseCache": "cache", "Caller": "model", "Model": "model", "resolve": "model"})

@@ -1,7 +1,7 @@
 """The gateway: every model call of debatekit goes here (litellm is imported only through it).
 
-`Gateway.complete()` sends one chat request to any litellm model string and returns a
-`Completion`: text, parsed pydantic object, token usage, cost, latency, and what went wrong.
+`Gateway.complete()` sends one chat request to a `Model` (a litellm model string resolved once,
+`debatekit.models.model`) for a `Caller` (who asks) and returns a `Completion`: text, parsed pydantic object, token usage, cost, latency, and what went wrong.
 It never raises for provider or output problems; it records them:
 
 - transient provider errors (timeout, 429, 5xx, empty reply) are retried with backoff (a 429's
@@ -20,7 +20,8 @@ It never raises for provider or output problems; it records them:
 
 litellm's configuration and debatekit's two providers (`local/...`, `scripted/...`) live in
 `debatekit.models.providers`, credential masking in `debatekit.models.credentials`, and what differs between
-kinds of model (timeouts, cost, concurrency) in the `debatekit.models.kinds` table, read here.
+kinds of model (timeouts, cost, concurrency) in the `debatekit.models.kinds` table, read here
+from each model's `kind`.
 """
 
 from __future__ import annotations
@@ -41,8 +42,8 @@ from debatekit.models import credentials, reading
 from debatekit.models.cache import ResponseCache, reply_record, request_key, served_key
 from debatekit.models.credentials import redact
 from debatekit.models.errors import ProviderFault, classify, retry_after
-from debatekit.models.kinds import default_model, policy
-from debatekit.models.providers import litellm_module
+from debatekit.models.model import Caller, Model, resolve
+from debatekit.models.providers import CALLER_KEY, litellm_module
 from debatekit.models.watch import Watch, watched
 
 _IN_FLIGHT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -62,13 +63,13 @@ class ModelSetupError(RuntimeError):
     """A model that cannot be reached as configured (key, name, server, file); the message names it."""
 
 
-def check_model(model: str) -> None:
+def check_model(model: Model) -> None:
     """Fail early, with the model named, on a model string no provider can serve.
 
     `scripted/NAME` must be registered, `local/NAME` a known model or a .gguf path; any other
     string must name a litellm provider (this imports litellm, which the first call needs anyway).
     """
-    kind, name = policy(model).name, model.partition("/")[2]
+    kind, name, model = model.kind.name, model.short, model.name
     if kind == "scripted":
         from debatekit.models import scripted  # the test double is loaded only when a scripted model is named
 
@@ -169,10 +170,10 @@ class Gateway:
     Args:
         cache: response cache, or None to disable caching.
         concurrency: calls in flight per model; None: the model kind's
-            (`policy(model).concurrency`: local: engine slots, scripted: 64, others: 16).
+            (`model.kind.concurrency`: local: engine slots, scripted: 64, others: 16).
         max_retries: retries of a transient provider error.
         backoff: first retry delay in seconds, doubled at each retry.
-        timeout: per-call timeout in seconds; None: the model kind's (`policy(model).call_timeout`).
+        timeout: per-call timeout in seconds; None: the model kind's (`model.kind.call_timeout`).
         model_options: extra litellm arguments per model string (api_base, api_key, ...).
         sleep: the coroutine that waits between retries (tests pass a recording one).
     """
@@ -231,10 +232,11 @@ class Gateway:
 
     async def complete(
         self,
-        model: str | None,
+        model: Model,
         messages: list[dict],
         output: type[BaseModel] | None = None,
         *,
+        caller: Caller | None = None,
         temperature: float | None = None,
         seed: int | None = None,
         max_tokens: int | None = None,
@@ -244,17 +246,19 @@ class Gateway:
 
         An `output` model with a `from_text(text)` classmethod (a free-text answer) is asked without
         a response format and parsed by that method; a ValueError from it is a parse failure.
+        `caller`: who asks (a scripted model answers by it, a recorded gateway looks its reply up by it).
         """
-        model = model or default_model()
+        caller = caller or Caller()
         params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         params = {k: v for k, v in params.items() if v is not None}
         free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained
         fmt = reading.response_format(output) if output and not free_text else None
-        done = Completion(model=model)
+        done = Completion(model=model.name)
         shown = messages  # what the model was asked, before any repair round
         started = time.perf_counter()
         for repair in range(2 if output else 1):
-            reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or policy(model).call_timeout, done)
+            reply = await self._fetch(model, messages, params, fmt, timeout or self.timeout or model.kind.call_timeout,
+                                      done, caller)
             if reply is None:
                 break
             done.text = reading.capped(reply["text"])
@@ -286,16 +290,17 @@ class Gateway:
         done.latency = time.perf_counter() - started
         return done
 
-    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
+    async def _fetch(self, model: Model, messages, params, fmt, timeout, done: Completion,
+                     caller: Caller) -> dict | None:
         """One reply from the cache or the provider, retrying transient faults; None on failure.
 
         With the cache on, a request identical to one in flight in this event loop (from any
         gateway: runs started together) waits for that one's reply and takes it as a cache hit, as
         it would have found it in the cache had it come later; if that call fails, it asks itself."""
-        asked = request_key(model, messages, params, fmt)
-        key = served_key(asked, self.served_by(model))
+        asked = request_key(model.name, messages, params, fmt)
+        key = served_key(asked, self.served_by(model.name))
         if self.cache is None:
-            return await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+            return await self._provide(model, messages, params, fmt, timeout, done, key, asked, caller)
         if (hit := self.cache.get(key)) is not None:
             return self._hit(hit, key, asked, done)
         in_flight = _IN_FLIGHT.setdefault(asyncio.get_running_loop(), {})
@@ -303,11 +308,11 @@ class Gateway:
             reply = await asyncio.shield(flying)
             if reply is not None:
                 return self._hit(reply, key, asked, done)
-            return await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+            return await self._provide(model, messages, params, fmt, timeout, done, key, asked, caller)
         future = in_flight[key] = asyncio.get_running_loop().create_future()
         reply = None
         try:
-            reply = await self._provide(model, messages, params, fmt, timeout, done, key, asked)
+            reply = await self._provide(model, messages, params, fmt, timeout, done, key, asked, caller)
             return reply
         finally:
             in_flight.pop(key, None)
@@ -321,14 +326,14 @@ class Gateway:
         done.replies.append(reply_record(key, hit, asked))
         return hit
 
-    async def _provide(self, model, messages, params, fmt, timeout, done: Completion, key: str,
-                       asked: str) -> dict | None:
+    async def _provide(self, model: Model, messages, params, fmt, timeout, done: Completion, key: str,
+                       asked: str, caller: Caller) -> dict | None:
         """The provider's reply, retrying transient faults; stored in the cache; None on failure."""
         litellm_module()  # imported (3.5 s or more) before any call's timeout starts, not inside the first ones
-        health = self._health.setdefault(model, _Health())
+        health = self._health.setdefault(model.name, _Health())
         for attempt in range(self.max_retries + 1):
             # not yet heard from: one call at a time (`ModelKind.probe_first`)
-            gate = None if health.answered or health.dead or not policy(model).probe_first else health.gate
+            gate = None if health.answered or health.dead or not model.kind.probe_first else health.gate
             if gate is not None:
                 await gate.acquire()
                 if health.answered:
@@ -345,12 +350,12 @@ class Gateway:
                     attempt_watch = Watch(timeout)  # time queued behind other processes is not a stall
                     self._watches.add(attempt_watch)
                     try:
-                        reply = await watched(lambda: self._call(model, messages, params, fmt), attempt_watch)
+                        reply = await watched(lambda: self._call(model, messages, params, fmt, caller), attempt_watch)
                     finally:
                         self._watches.discard(attempt_watch)
                 health.answered = True
                 if reply.get("usage_unknown"):
-                    self._usage_unknown(model, done)
+                    self._usage_unknown(model.name, done)
                 _add_usage(done, reply)
                 self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
                 if not reply["text"].strip():
@@ -368,9 +373,9 @@ class Gateway:
                 if transient:
                     health.answered = True  # the provider is there; flaky, not misconfigured
                 else:
-                    _note_failure(health, model, kind, message)
+                    _note_failure(health, model.name, kind, message)
                 if not transient or attempt == self.max_retries or (
-                        kind == "timeout" and not policy(model).retry_timeouts):
+                        kind == "timeout" and not model.kind.retry_timeouts):
                     done.error, done.error_kind = f"{kind}: {message}", kind
                     return None
                 wait = max(self.backoff * 2**attempt, retry_after(exc) or 0.0)
@@ -380,16 +385,18 @@ class Gateway:
             await self._sleep(wait)
         return None
 
-    async def _call(self, model, messages, params, fmt) -> dict:
+    async def _call(self, model: Model, messages, params, fmt, caller: Caller) -> dict:
         litellm = litellm_module()
-        extra = self.model_options.get(model, {})
+        extra = self.model_options.get(model.name, {})
         kwargs = dict(params, **extra)
         if fmt is not None:
             kwargs["response_format"] = fmt
-        reply = await litellm.acompletion(model=model, messages=messages, num_retries=0, **kwargs)
+        if model.kind.answers_by_caller:  # litellm hands its metadata to debatekit's own providers
+            kwargs["metadata"] = {CALLER_KEY: caller.as_dict()}
+        reply = await litellm.acompletion(model=model.name, messages=messages, num_retries=0, **kwargs)
         usage = getattr(reply, "usage", None)
         cost: float | None = 0.0
-        if not policy(model).free:
+        if not model.kind.free:
             try:
                 cost = float(litellm.completion_cost(completion_response=reply))
             except Exception:  # noqa: BLE001 - unknown price: recorded as null, not as zero
@@ -409,27 +416,29 @@ class Gateway:
             "cost": cost,
         }
 
-    def served_by(self, model: str | None) -> dict:
+    def served_by(self, model: Model | str | None) -> dict:
         """What answers `model`'s calls, beside what they ask (`cache.served_key`): the endpoint,
         however it was set (the model's `api_base` option, or the provider's `*_API_BASE` /
         `*_BASE_URL` environment variable), its other options with credentials masked as in traces
         (`credentials.model_options_public`), and for a
         `local/` model its file's size and modification time (a file replaced in place is another
-        model). Taken once per gateway and model: a run asks the same endpoint throughout."""
+        model). Taken once per gateway and model: a run asks the same endpoint throughout. A model
+        string (a recorded event's) is resolved here."""
         if model is None:
             return {}
-        if model not in self._served_by:
-            found = credentials.model_options_public({model: self.model_options.get(model, {})})[model]
-            provider = model.split("/", 1)[0].upper().replace("-", "_")
+        model = resolve(model)
+        if model.name not in self._served_by:
+            found = credentials.model_options_public({model.name: self.model_options.get(model.name, {})})[model.name]
+            provider = model.provider.upper().replace("-", "_")
             for name in (f"{provider}_API_BASE", f"{provider}_BASE_URL"):
                 if "api_base" not in found and os.environ.get(name):
                     found["api_base"] = os.environ[name]
-            if model.startswith("local/"):
+            if model.local:
                 from debatekit.models.local import weights as local  # only a local model's calls load it
 
-                found["file"] = local.file_identity(model.removeprefix("local/"))
-            self._served_by[model] = found
-        return self._served_by[model]
+                found["file"] = local.file_identity(model.short)
+            self._served_by[model.name] = found
+        return self._served_by[model.name]
 
     def _usage_unknown(self, model: str, done: Completion) -> None:
         """Record a reply whose token usage is no count (fault `usage_unknown`, its tokens 0), and say
@@ -441,10 +450,10 @@ class Gateway:
             print(f"debatekit: warning: {model} reported token usage that is not a count (negative or not a "
                   "number); those calls' tokens are recorded as unknown (0, fault usage_unknown)", file=sys.stderr)
 
-    def _semaphore(self, model: str) -> asyncio.Semaphore:
-        if model not in self._semaphores:
-            self._semaphores[model] = asyncio.Semaphore(self.concurrency or policy(model).concurrency())
-        return self._semaphores[model]
+    def _semaphore(self, model: Model) -> asyncio.Semaphore:
+        if model.name not in self._semaphores:
+            self._semaphores[model.name] = asyncio.Semaphore(self.concurrency or model.kind.concurrency())
+        return self._semaphores[model.name]
 
 
 def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:

@@ -1,8 +1,8 @@
 """What differs between kinds of model string: the policy table the gateway reads.
 
 A model string is `local/NAME` (the embedded xllamacpp engine), `scripted/NAME` (the test
-double) or any litellm provider string. Each kind has one `ModelKind` row here; the gateway
-exposes it as `policy(model)`, so no other module branches on a model prefix.
+double) or any litellm provider string. Each kind has one `ModelKind` row here; `model.resolve`
+reads it once (`policy(model)`) into a `Model`'s `kind`, so no other module branches on a model prefix.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class ModelKind:
             embedded model is checked before a run starts (`weights.preflight`) and its first reply
             takes a whole generation (half a minute on 2 cores), during which the engine's other
             slots would sit idle, so it goes without.
+        answers_by_caller: its provider answers as a function of who asks (the test double): the
+            gateway hands it the call's `Caller`.
     """
 
     name: str
@@ -48,6 +50,7 @@ class ModelKind:
     retry_timeouts: bool
     credentials: bool
     probe_first: bool = True
+    answers_by_caller: bool = False
 
 
 # a provider that has not answered in 2 minutes has stalled, while the embedded model on a
@@ -56,7 +59,7 @@ class ModelKind:
 LOCAL = ModelKind("local", call_timeout=900.0, time_scale=20.0, free=True, concurrency=_local_slots,
                   retry_timeouts=False, credentials=False, probe_first=False)
 SCRIPTED = ModelKind("scripted", call_timeout=120.0, time_scale=1.0, free=True, concurrency=lambda: 64,
-                     retry_timeouts=True, credentials=False)
+                     retry_timeouts=True, credentials=False, answers_by_caller=True)
 PROVIDER = ModelKind("provider", call_timeout=120.0, time_scale=1.0, free=False, concurrency=lambda: 16,
                      retry_timeouts=True, credentials=True)
 KINDS = {"local": LOCAL, "scripted": SCRIPTED}
@@ -69,5 +72,6 @@ def policy(model: str) -> ModelKind:
 
 
 def default_model() -> str:
-    """The model used when none is named: $DEBATEKIT_MODEL or the embedded local model."""
+    """The model used when none is named: $DEBATEKIT_MODEL or the embedded local model (read through
+    `model.resolve(None)`)."""
     return os.environ.get("DEBATEKIT_MODEL") or DEFAULT_MODEL

@@ -1,9 +1,10 @@
 """litellm, configured once, and the two providers debatekit registers with it.
 
 `local/NAME` is the embedded xllamacpp engine; `scripted/NAME` answers from
-`debatekit.models.scripted` (tests and dry runs). `CALL_CONTEXT` says where the current call happens
-(agent, phase, round, item); the engine sets it for each call and the scripted provider passes
-it to the scripted model, so a test double can answer as a function of who asks.
+`debatekit.models.scripted` (tests and dry runs). The gateway sends a scripted model's calls with
+who asks (`model.Caller`: agent, phase, round, item) in litellm's `metadata` under `CALLER_KEY`;
+the scripted provider passes it to the scripted model, so a test double can answer as a function
+of who asks.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ import importlib
 import logging
 import os
 import warnings
-from contextvars import ContextVar
 from typing import Any
 
 from debatekit.models.credentials import redact_record
 
-CALL_CONTEXT: ContextVar[dict] = ContextVar("debatekit_call", default={})
+CALLER_KEY = "debatekit_caller"
+"""Where a call's caller travels in litellm's `metadata` (to the providers that answer by it)."""
 _CHATTY_LOGGERS = ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "openai", "openai._base_client",
                    "httpx", "httpcore.http11", "httpcore.connection", "aiohttp.client")
 
@@ -124,8 +125,9 @@ def _scripted_provider(litellm):
             params = dict(optional_params or {})
             schema = _schema_of(params)
             params.pop("response_format", None)
+            metadata = (kwargs.get("litellm_params") or {}).get("metadata") or {}
             request = scripted.Request(model=model, messages=messages, schema=schema, params=params,
-                                       call=CALL_CONTEXT.get())
+                                       call=dict(metadata.get(CALLER_KEY) or {}))
             reply = scripted.respond(model, request)
             while isinstance(reply, scripted.Delayed):
                 await asyncio.sleep(reply.seconds)

@@ -37,7 +37,7 @@ from typing import Iterable
 
 from debatekit.models.cache import asked as asked_of, prompt_hash, reply_record, request_key, served_key
 from debatekit.models.gateway import Completion, Gateway, _add_usage
-from debatekit.models.providers import CALL_CONTEXT
+from debatekit.models.model import Caller, Model
 
 NOT_RECORDED = "not_recorded"
 PROMPT_ONLY = "prompt:"
@@ -171,18 +171,17 @@ class Recorded(Gateway):
         finally:
             self._call.reset(token)
 
-    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
-        where = CALL_CONTEXT.get()
-        asked = place(where.get("item_id"), where.get("seed"), where.get("agent"), where.get("phase"),
-                      where.get("round"), messages)
+    async def _fetch(self, model: Model, messages, params, fmt, timeout, done: Completion,
+                     caller: Caller) -> dict | None:
+        asked = place(caller.item_id, caller.seed, caller.agent, caller.phase, caller.round, messages)
         call = self._call.get({"live": False})
         if asked not in self.replies and asked not in self.lost and not done.repairs:
             asked = (*asked[:5], f"{PROMPT_ONLY}{prompt_hash(messages)}")  # an event without its messages?
         found = None if call["live"] else self.replies.get(asked)
         if not found and self.lost_as_last and asked in self.lost and not done.repairs:
             found = [self.lost[asked]]  # its first reply was lost: the reply it ended with stands in
-        request = request_key(model, messages, params, fmt)
-        key = served_key(request, self.served_by(model))
+        request = request_key(model.name, messages, params, fmt)
+        key = served_key(request, self.served_by(model.name))
         if found and (asked_of(found[0]) or request) != request:  # compared by what was asked, not by endpoint
             why = ("the reply recorded for this prompt was asked with other sampling parameters (temperature, seed or "
                    "reply limit)")
@@ -200,9 +199,9 @@ class Recorded(Gateway):
             if self.fallback is not None:
                 call["live"] = True
                 self.live.append(asked[:5])
-                return await self.fallback._fetch(model, messages, params, fmt, timeout, done)
+                return await self.fallback._fetch(model, messages, params, fmt, timeout, done, caller)
             self.missing.append(asked[:5])
-            return _not_recorded(done, where, why)
+            return _not_recorded(done, caller, why)
         self.asked[asked] += 1
         call.setdefault("first", asked)
         reply = found.pop(0) if len(found) > 1 else found[0]
@@ -218,11 +217,11 @@ class Recorded(Gateway):
         return reply
 
 
-def _not_recorded(done: Completion, where: dict, what: str) -> None:
+def _not_recorded(done: Completion, where: Caller, what: str) -> None:
     """Fail a call that has no recorded reply to play back, saying why and where."""
     done.faults.append(NOT_RECORDED)
-    done.error = (f"{NOT_RECORDED}: {what} ({where.get('agent')}, {where.get('phase')}, round {where.get('round')}, "
-                  f"item {where.get('item_id')})")
+    done.error = (f"{NOT_RECORDED}: {what} ({where.agent}, {where.phase}, round {where.round}, "
+                  f"item {where.item_id})")
     done.error_kind = NOT_RECORDED
 
 
@@ -252,8 +251,8 @@ class Forked(Recorded):
     def waiting(self) -> str | None:
         return self.live_gateway.waiting()
 
-    async def _fetch(self, model, messages, params, fmt, timeout, done: Completion) -> dict | None:
-        round = CALL_CONTEXT.get().get("round")
-        if round is None or round >= self.at_round:
-            return await self.live_gateway._fetch(model, messages, params, fmt, timeout, done)
-        return await super()._fetch(model, messages, params, fmt, timeout, done)
+    async def _fetch(self, model: Model, messages, params, fmt, timeout, done: Completion,
+                     caller: Caller) -> dict | None:
+        if caller.round is None or caller.round >= self.at_round:
+            return await self.live_gateway._fetch(model, messages, params, fmt, timeout, done, caller)
+        return await super()._fetch(model, messages, params, fmt, timeout, done, caller)

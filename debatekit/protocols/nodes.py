@@ -15,7 +15,7 @@ from typing import Any
 from debatekit import registry
 from debatekit.engine import Debate, Limits
 from debatekit.models.gateway import Gateway
-from debatekit.models.kinds import default_model
+from debatekit.models.model import resolve
 
 
 async def node(name: str, state: dict, *, model: str | None = None, folder: str | Path | None = None,
@@ -39,7 +39,7 @@ async def node(name: str, state: dict, *, model: str | None = None, folder: str 
         raise registry.ProtocolError(f"protocol {name!r} has no workflow-node form")
     item = spec.node.item(state)
     solver = spec.build({**spec.node.params(state), **params})
-    debate = Debate(item, gateway=gateway or Gateway(), model=model or default_model(), run_id="node",
+    debate = Debate(item, gateway=gateway or Gateway(), model=resolve(model), run_id="node",
                     debate_id=uuid.uuid4().hex[:12], limits=limits, folder=Path(folder) if folder else None)
     outcome = await solver(item, debate)
     return spec.node.result(state, outcome, debate)

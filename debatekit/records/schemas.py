@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_serializer, model_validator
 
 SCHEMA_VERSION = 1
 ANSWERED = ("ok", "degraded")  # debate statuses whose answers are scored; error and failed are not
@@ -72,9 +72,9 @@ class RunConfig(Strict):
     @property
     def run_model(self) -> str:
         """The model this run calls: `model`, or the default one ($DEBATEKIT_MODEL, else the embedded model)."""
-        from debatekit.models.kinds import default_model
+        from debatekit.models.model import resolve
 
-        return self.model or default_model()
+        return resolve(self.model).name
 
 
 
@@ -258,6 +258,72 @@ class Parent(BaseModel):
     """Mixed into the sampling seed of every call from `at_round` on; None: the parent's seeds."""
 
 
+Count = int | None
+"""A count summed over debates; None where a debate recorded before it was counted did not count it."""
+
+
+class RunSummary(BaseModel):
+    """How a run went, in one object: run.json's `summary` as read (`RunResult.summary`).
+
+    The fields are `analysis.summarize`'s over the run's debates, then the review queue's counts
+    (`review.counts`), then this start's run time. A summary written before a field existed leaves
+    it at its default here, and is written back with the keys it had and no others; a key this
+    model does not know is kept as it is.
+    """
+
+    model_config = ConfigDict(extra="allow", use_attribute_docstrings=True)
+
+    items: int = 0
+    debates: int = 0
+    ok: int = 0
+    degraded: int = 0
+    """Answered although some of their calls failed (scored)."""
+    failed: int = 0
+    """No answer: calls failed or the protocol raised (left out of accuracy)."""
+    first_error: str | None = None
+    seeds: int = 1
+    accuracy: float | None = None
+    accuracy_ci: list[float | None] = [None, None]
+    """The bootstrap 95% interval of `accuracy` (over items, then seeds)."""
+    accuracy_by_seed: dict[str, float] = {}
+    score: float | None = None
+    """The protocol's own mean score (judge score, F1, ...)."""
+    score_ci: list[float | None] = [None, None]
+    mean_rounds: float | None = None
+    converged: int = 0
+    needs_human_review: int = 0
+    escalated_to: dict[str, int] = {}
+    stop_reasons: dict[str, int] = {}
+    calls: Count = 0
+    provider_calls: Count = 0
+    prompt_tokens: Count = 0
+    completion_tokens: Count = 0
+    cost: int | float | None = 0
+    cache_hits: Count = 0
+    parse_failures: Count = 0
+    cut_off: Count = None
+    """Replies that stopped at the token limit; None where a debate did not count them."""
+    cut_off_unread: Count = 0
+    echoes: Count = 0
+    looped: Count = 0
+    retries: Count = 0
+    timeouts: Count = 0
+    errors: Count = 0
+    wall_s_sum: int | float = 0
+    """The debates' own run times, summed."""
+    escalated: int = 0
+    reviewed: int = 0
+    review_pending: int = 0
+    verdicts: dict[str, int] = {}
+    wall_s: int | float = 0
+    """This start's run time (a resume counts its own)."""
+
+    @model_serializer(mode="wrap")
+    def _as_given(self, handler) -> dict[str, Any]:
+        """Only the keys the summary was made with: a summary read and written back stays as it was."""
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
+
 class RunRecord(BaseModel):
     """run.json: what ran, on what, from which code, and how it went."""
 
@@ -273,6 +339,7 @@ class RunRecord(BaseModel):
     model: str
     dataset: DatasetInfo
     summary: dict[str, Any] = {}
+    """How the run went: a `RunSummary` as written (`RunSummary.model_validate` reads it)."""
     reason: str | None = None
     """Why a run did not complete: why an interrupted run stopped (a signal, a failed write), or why a
     failed one failed (a model that never answered, no debate with an answer)."""

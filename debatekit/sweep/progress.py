@@ -39,6 +39,7 @@ import pandas as pd
 
 from debatekit.analysis.paired import aligned
 from debatekit.analysis.tables import summarize
+from debatekit.records.schemas import RunSummary
 from debatekit.records.trace import RunFolder
 from debatekit.sweep.grid import expand_grid, load_grid
 
@@ -66,10 +67,10 @@ def _point_row(point, folder: Path) -> dict:
     run = RunFolder(folder)
     record = run.read_run()
     debates = run.debates()
-    summary = summarize(debates)  # as the run's own table counts: an unreadable answer is wrong
-    row["done"], row["state"] = summary["items"], record.status
-    if summary["accuracy"] is not None:
-        row["accuracy"], (row["low"], row["high"]) = summary["accuracy"], summary["accuracy_ci"]
+    summary = RunSummary(**summarize(debates))  # as the run's own table counts: an unreadable answer is wrong
+    row["done"], row["state"] = summary.items, record.status
+    if summary.accuracy is not None:
+        row["accuracy"], (row["low"], row["high"]) = summary.accuracy, summary.accuracy_ci
     events = run.events()
     row["tokens_per_s"] = session_rate(events, last_start(record))
     recorded = run.recorded_debate_ids()

@@ -17,9 +17,10 @@ import time
 import pytest
 
 from debatekit.models import watch
+from debatekit.models.gateway import Gateway
 from debatekit.models.local import daemon
 from debatekit.models.local import shared as shared_engine
-from debatekit.models.gateway import Gateway
+from debatekit.models.model import resolve
 from debatekit.models.providers import litellm_module
 from tests.models.test_shared_engine import home  # noqa: F401 - the fixture
 
@@ -64,7 +65,7 @@ def test_a_call_queued_behind_other_processes_outlives_its_timeout_and_answers(h
     notes = []
 
     async def main():
-        call = asyncio.ensure_future(gateway.complete("local/m", [{"role": "user", "content": "queued"}]))
+        call = asyncio.ensure_future(gateway.complete(resolve("local/m"), [{"role": "user", "content": "queued"}]))
         while not call.done():
             notes.append(gateway.waiting())
             await asyncio.sleep(0.2)
@@ -83,7 +84,7 @@ def test_a_call_queued_behind_other_processes_outlives_its_timeout_and_answers(h
 def test_a_generation_that_stalls_still_times_out(home, no_assembly):
     gateway = Gateway(cache=None, timeout=1.0)
     start = time.monotonic()
-    done = asyncio.run(gateway.complete("local/m", [{"role": "user", "content": "stall"}]))
+    done = asyncio.run(gateway.complete(resolve("local/m"), [{"role": "user", "content": "stall"}]))
     assert not done.ok and done.error_kind == "timeout" and done.faults == ["timeout"]
     assert time.monotonic() - start < 10
     deadline = time.monotonic() + 10  # the engine heard the client leave and stopped the generation
@@ -96,7 +97,7 @@ def test_a_call_queued_on_an_engine_that_makes_no_progress_times_out(home, no_as
     other = _fill_both_slots("hold 8")  # both slots held, nothing generated: a wedged engine
     gateway = Gateway(cache=None, timeout=1.0)
     start = time.monotonic()
-    done = asyncio.run(gateway.complete("local/m", [{"role": "user", "content": "queued"}]))
+    done = asyncio.run(gateway.complete(resolve("local/m"), [{"role": "user", "content": "queued"}]))
     assert not done.ok and done.error_kind == "timeout"
     assert time.monotonic() - start < 6  # well before the held slots free up
     other.kill()
@@ -151,7 +152,7 @@ def test_an_engine_of_another_wire_version_is_refused_with_one_line(home, no_ass
     with pytest.raises(shared_engine.EngineIncompatible, match=f"kill {pid}"):
         shared_engine.preflight(["m"])
     # through a gateway the refusal is a set-up failure, never retried as a fault of the engine
-    done = asyncio.run(Gateway(cache=None, backoff=0.01).complete("local/m", [{"role": "user", "content": "x"}]))
+    done = asyncio.run(Gateway(cache=None, backoff=0.01).complete(resolve("local/m"), [{"role": "user", "content": "x"}]))
     assert not done.ok and done.error_kind == "setup" and f"kill {pid}" in done.error
     assert os.getpid() not in [pid]
 

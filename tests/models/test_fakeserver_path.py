@@ -17,7 +17,7 @@ def test_openai_compatible_server_through_litellm(tmp_path):
                            model_options={model: {"api_base": server.base_url, "api_key": "sk-fake"}})
         result = run(config, tmp_path / "run", progress=False)
         stats = server.stats()
-    assert result.summary["calls"] == stats["requests"] == 4 * 3 * 2 and result.summary["errors"] == 0
+    assert result.summary.calls == stats["requests"] == 4 * 3 * 2 and result.summary.errors == 0
     assert stats["max_in_flight"] <= 3
     events = [json.loads(line) for line in (result.path / "events.jsonl").read_text().splitlines()]
     assert all(isinstance(e["output"]["answer"], int) for e in events)

@@ -8,6 +8,7 @@ from pydantic import BaseModel
 from debatekit.models import scripted
 from debatekit.models.cache import ResponseCache
 from debatekit.models.gateway import Gateway
+from debatekit.models.model import resolve
 from debatekit.protocols.shared.answers import AnswerSpec, first_messages
 
 
@@ -19,7 +20,7 @@ MSG = [{"role": "user", "content": "what is 2+2?"}]
 
 
 def complete(gateway, model, messages=MSG, output=Num, **kw):
-    return asyncio.run(gateway.complete(model, messages, output, **kw))
+    return asyncio.run(gateway.complete(resolve(model), messages, output, **kw))
 
 
 def test_structured_output_is_parsed_with_usage():
@@ -118,7 +119,7 @@ def test_concurrency_is_limited_per_model():
     gateway = Gateway(concurrency=2)
     state = {"now": 0, "max": 0}
 
-    async def fake_call(model, messages, params, fmt):
+    async def fake_call(model, messages, params, fmt, caller):
         state["now"] += 1
         state["max"] = max(state["max"], state["now"])
         await asyncio.sleep(0.01)
@@ -128,7 +129,7 @@ def test_concurrency_is_limited_per_model():
     gateway._call = fake_call
 
     async def many():
-        return await asyncio.gather(*(gateway.complete("scripted/x", MSG, Num) for _ in range(8)))
+        return await asyncio.gather(*(gateway.complete(resolve("scripted/x"), MSG, Num) for _ in range(8)))
 
     results = asyncio.run(many())
     assert all(r.ok for r in results) and state["max"] == 2
@@ -142,7 +143,7 @@ def test_a_provider_not_yet_heard_from_gets_one_call_but_the_local_engine_fills_
     gateway = Gateway(concurrency=4)
     state = {"now": 0, "before_first_answer": 0, "answered": False}
 
-    async def fake_call(model, messages, params, fmt):
+    async def fake_call(model, messages, params, fmt, caller):
         state["now"] += 1
         if not state["answered"]:
             state["before_first_answer"] = max(state["before_first_answer"], state["now"])
@@ -154,7 +155,7 @@ def test_a_provider_not_yet_heard_from_gets_one_call_but_the_local_engine_fills_
     gateway._call = fake_call
 
     async def many():
-        return await asyncio.gather(*(gateway.complete(model, MSG, Num) for _ in range(4)))
+        return await asyncio.gather(*(gateway.complete(resolve(model), MSG, Num) for _ in range(4)))
 
     assert all(r.ok for r in asyncio.run(many()))
     assert state["before_first_answer"] == (1 if first_alone else 4)
@@ -186,13 +187,13 @@ def test_schema_model_ends_a_free_text_reply_with_an_answer_of_the_asked_kind(ki
 def test_a_local_model_timeout_is_not_retried(monkeypatch):
     calls = []
 
-    async def slow_call(model, messages, params, fmt):
+    async def slow_call(model, messages, params, fmt, caller):
         calls.append(model)
         await asyncio.sleep(5)
 
     gateway = Gateway(backoff=0.001)
     monkeypatch.setattr(gateway, "_call", slow_call)
-    c = asyncio.run(gateway.complete("local/qwen2.5-coder-1.5b-instruct", MSG, Num, timeout=0.05))
+    c = asyncio.run(gateway.complete(resolve("local/qwen2.5-coder-1.5b-instruct"), MSG, Num, timeout=0.05))
     assert c.error_kind == "timeout" and len(calls) == 1
 
 
@@ -215,7 +216,7 @@ def _replies(gateway, *replies):
     in turn; returns the requests."""
     sent, queue = [], list(replies)
 
-    async def fake_call(model, messages, params, fmt):
+    async def fake_call(model, messages, params, fmt, caller):
         sent.append(messages)
         text, finish, tokens = (*queue.pop(0), 7)[:3]
         return {"text": text, "finish_reason": finish, "prompt_tokens": 10, "completion_tokens": tokens, "cost": 0.0}
@@ -317,7 +318,7 @@ def _slow_provider(gateway, replies: list, asked: list):
     """A provider that answers after a pause, in turn from `replies` (a Fault raises), counting its calls."""
     mine: list = []
 
-    async def fake_call(model, messages, params, fmt):
+    async def fake_call(model, messages, params, fmt, caller):
         asked.append(messages[-1]["content"])
         mine.append(None)
         reply = replies[len(mine) - 1]
@@ -339,9 +340,9 @@ def test_a_request_identical_to_one_in_flight_is_asked_once_and_counted_as_a_cac
     _slow_provider(second, ['{"answer": 5}', '{"answer": 6}'], asked)
 
     async def both():
-        return await asyncio.gather(first.complete("scripted/x", MSG, Num, seed=1),
-                                    second.complete("scripted/x", MSG, Num, seed=1),
-                                    second.complete("scripted/x", MSG, Num, seed=2))
+        return await asyncio.gather(first.complete(resolve("scripted/x"), MSG, Num, seed=1),
+                                    second.complete(resolve("scripted/x"), MSG, Num, seed=1),
+                                    second.complete(resolve("scripted/x"), MSG, Num, seed=2))
 
     a, b, other = asyncio.run(both())
     assert len(asked) == 2  # seed 1 once, seed 2 once
@@ -356,8 +357,8 @@ def test_a_waiting_request_asks_itself_when_the_call_it_waited_for_failed(tmp_pa
     _slow_provider(gateway, [ValueError("bad request"), '{"answer": 4}'], asked)
 
     async def both():
-        return await asyncio.gather(gateway.complete("scripted/x", MSG, Num),
-                                    gateway.complete("scripted/x", MSG, Num))
+        return await asyncio.gather(gateway.complete(resolve("scripted/x"), MSG, Num),
+                                    gateway.complete(resolve("scripted/x"), MSG, Num))
 
     failed, answered = asyncio.run(both())
     assert not failed.ok and answered.ok and answered.calls == 1 and len(asked) == 2
@@ -369,8 +370,8 @@ def test_without_the_cache_identical_requests_in_flight_are_each_asked():
     _slow_provider(gateway, ['{"answer": 4}', '{"answer": 5}'], asked)
 
     async def both():
-        return await asyncio.gather(gateway.complete("scripted/x", MSG, Num),
-                                    gateway.complete("scripted/x", MSG, Num))
+        return await asyncio.gather(gateway.complete(resolve("scripted/x"), MSG, Num),
+                                    gateway.complete(resolve("scripted/x"), MSG, Num))
 
     assert [c.parsed.answer for c in asyncio.run(both())] == [4, 5] and len(asked) == 2
 

@@ -9,6 +9,7 @@ import pytest
 from debatekit.models import scripted
 from debatekit.models.gateway import Gateway, ModelError, check_model
 from debatekit.models.kinds import policy
+from debatekit.models.model import resolve
 
 
 @pytest.mark.parametrize("model, kind, timeout, scale, free, retry", [
@@ -27,26 +28,26 @@ def test_each_kind_of_model_has_one_policy(model, kind, timeout, scale, free, re
 def test_gateway_defaults_come_from_the_policy(monkeypatch):
     seen = {}
 
-    async def fetch(model, messages, params, fmt, timeout, done):
-        seen[model] = timeout
+    async def fetch(model, messages, params, fmt, timeout, done, caller):
+        seen[model.name] = timeout
         return {"text": "ok"}
 
     gateway = Gateway()
     monkeypatch.setattr(gateway, "_fetch", fetch)
     for model in ("scripted/schema", "local/qwen2.5-coder-1.5b-instruct", "openai/m"):
-        asyncio.run(gateway.complete(model, [{"role": "user", "content": "q"}]))
+        asyncio.run(gateway.complete(resolve(model), [{"role": "user", "content": "q"}]))
     assert seen == {"scripted/schema": 120.0, "local/qwen2.5-coder-1.5b-instruct": 900.0, "openai/m": 120.0}
-    assert Gateway(timeout=7)._semaphore("openai/m")._value == 16
-    assert Gateway()._semaphore("scripted/x")._value == 64
-    assert Gateway(concurrency=3)._semaphore("scripted/x")._value == 3
+    assert Gateway(timeout=7)._semaphore(resolve("openai/m"))._value == 16
+    assert Gateway()._semaphore(resolve("scripted/x"))._value == 64
+    assert Gateway(concurrency=3)._semaphore(resolve("scripted/x"))._value == 3
 
 
 def test_scripted_models_are_checked_through_the_public_registry():
     scripted.register("kinds_probe", replies=["x"])
     assert scripted.is_registered("kinds_probe") and not scripted.is_registered("kinds_absent")
-    check_model("scripted/kinds_probe")
+    check_model(resolve("scripted/kinds_probe"))
     with pytest.raises(ModelError, match="no scripted model named 'kinds_absent'"):
-        check_model("scripted/kinds_absent")
+        check_model(resolve("scripted/kinds_absent"))
 
 
 def test_the_engine_and_gateway_do_not_load_the_test_double():

@@ -19,6 +19,7 @@ import pytest
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.local.daemon import Daemon
 from debatekit.models.local.shared import EngineLost
+from debatekit.models.model import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
 MSG = [{"role": "user", "content": "hello"}]
@@ -120,7 +121,7 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
     monkeypatch.setattr(shared_engine, "achat", first_dies)
     monkeypatch.setattr("debatekit.models.local.weights.ready", lambda name: None)
     gateway = Gateway(cache=None, backoff=0.01)
-    done = asyncio.run(gateway.complete("local/m", MSG, max_tokens=16))
+    done = asyncio.run(gateway.complete(resolve("local/m"), MSG, max_tokens=16))
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
 
 

@@ -96,7 +96,7 @@ def test_a_reply_without_an_answer_is_a_parse_failure_after_one_repair(tmp_path,
                            params={"answer_format": "text"}), tmp_path / "run", progress=False)
     (debate,) = result.debates
     assert debate.final_answer is None and debate.correct is False
-    assert debate.usage.parse_failures == 2 and result.summary["parse_failures"] == 2
+    assert debate.usage.parse_failures == 2 and result.summary.parse_failures == 2
     assert "no final answer (a whole number) found" in asked[1] and "Answer: X" in asked[1]
     (event,) = events(tmp_path / "run")
     assert event["error_kind"] == "parse" and event["text"] == "I am not sure what to do here."

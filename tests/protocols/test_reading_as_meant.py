@@ -229,7 +229,7 @@ def test_every_cut_off_reply_is_counted_in_its_event_the_run_and_the_rounds(tmp_
     assert cut[("agent3", 1)] == (0, [])
     usage = result.debates[0].usage
     assert (usage.cut_off, usage.cut_off_unread) == (3, 1)
-    assert (result.summary["cut_off"], result.summary["cut_off_unread"]) == (3, 1)
+    assert (result.summary.cut_off, result.summary.cut_off_unread) == (3, 1)
     metrics = round_metrics(load_runs([tmp_path / "run"])).set_index("round")
     assert list(metrics["cut_off"]) == [1, 2] and list(metrics["cut_off_unread"]) == [0, 1]
 

@@ -80,7 +80,7 @@ def test_an_agent_that_returns_garbage_is_dropped_not_fatal(tmp_path, arithmetic
     (debate,) = result.debates
     assert debate.status == "ok" and debate.final_answer == 10
     assert debate.rounds[0].answers["agent3"] is None and debate.usage.parse_failures == 2
-    assert result.summary["parse_failures"] == 2
+    assert result.summary.parse_failures == 2
 
 
 def test_agents_by_name_with_a_model_for_some_of_them(tmp_path, arithmetic_file, model_from):

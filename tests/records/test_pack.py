@@ -72,7 +72,7 @@ def test_a_resume_after_a_pack_appends_plain_events_that_are_read_after_the_pack
     broken["on"] = False
     again = run(config, out, resume=True, retry_degraded=True, progress=False)
 
-    assert again.summary["degraded"] == 0
+    assert again.summary.degraded == 0
     fresh = [json.loads(line) for line in (out / "events.jsonl").read_text().splitlines()]
     assert fresh and {e["item_id"] for e in fresh} == {"q2"}
     assert RunFolder(out).events() == packed + fresh

@@ -114,4 +114,4 @@ def test_a_run_without_escalations_has_an_empty_queue(tmp_path, arithmetic_file)
     result = run(RunConfig(protocol="single", dataset=str(arithmetic_file), model="scripted/schema", limit=1),
                  tmp_path / "run", progress=False)
     assert not (tmp_path / "run" / review.QUEUE_FILE).exists()
-    assert result.summary["escalated"] == 0 and result.summary["reviewed"] == 0
+    assert result.summary.escalated == 0 and result.summary.reviewed == 0

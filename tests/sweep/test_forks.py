@@ -340,11 +340,14 @@ def test_the_conformity_analysis_reads_a_real_forks_round_and_planted_agent(pare
 def test_a_fork_of_the_first_items_goes_on_to_the_rest_when_resumed(parent, tmp_path):
     first = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False, limit=1)
     assert {d.item_id for d in first.debates} == {"q1"} and {r.item_id for r in asked()} == {"q1"}
+    assert json.loads((tmp_path / "fork" / "run.json").read_text())["config"]["limit"] == 1  # the fork's --limit
     q1_calls = len(asked())
     rest = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False, resume=True)
     assert {d.item_id for d in rest.debates} == {"q1", "q2", "q3"}
     assert [r.item_id for r in asked()].count("q1") == q1_calls  # q1 was not asked again
     assert {r.item_id for r in asked()} == {"q1", "q3"}  # q2 had ended at round 1: no call
+    forked = json.loads((tmp_path / "fork" / "run.json").read_text())
+    assert forked["config"]["limit"] is None and [r["limit"] for r in forked["resumes"]] == [None]
     with pytest.raises(ForkError, match="at least 1"):
         fork(parent, at_round=2, out=tmp_path / "other", limit=0, progress=False)
 

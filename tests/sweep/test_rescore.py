@@ -12,11 +12,12 @@ from debatekit import analysis
 from debatekit.analysis import study
 from debatekit.cli.app import main
 from debatekit.models import reading as reader
+from debatekit.models.model import resolve
 from debatekit.models.recorded import attempts
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolder
-from debatekit.sweep.rescore import rescore
 from debatekit.runner import run
+from debatekit.sweep.rescore import rescore
 from tests.conftest import answer
 
 HEDGED = "it is 20, not 25"
@@ -192,7 +193,7 @@ def test_a_repair_that_failed_counts_its_cut_off_reply_once():
 
     from pydantic import BaseModel
 
-    from debatekit.models.providers import CALL_CONTEXT
+    from debatekit.models.model import Caller
     from debatekit.models.recorded import Recorded
 
     class Reply(BaseModel):
@@ -212,11 +213,8 @@ def test_a_repair_that_failed_counts_its_cut_off_reply_once():
             return await super()._fetch(model, messages, *args)
 
     async def play(events):
-        where = CALL_CONTEXT.set({"item_id": "q1", "seed": 0, "agent": "a", "phase": "answer", "round": 1})
-        try:
-            return await Watched(events, {"d": 0}).complete("m", asked, Reply, max_tokens=800)
-        finally:
-            CALL_CONTEXT.reset(where)
+        caller = Caller(agent="a", phase="answer", round=1, item_id="q1", seed=0)
+        return await Watched(events, {"d": 0}).complete(resolve("m"), asked, Reply, caller=caller, max_tokens=800)
 
     asyncio.run(play([event]))
     event["repairs"][0]["repair_prompt"] = seen[-1][-1]["content"]  # the repair as the gateway words it

@@ -19,7 +19,6 @@ from pydantic import Field
 
 from debatekit.datasets import datasets_dir
 from debatekit.engine import Outcome
-from debatekit.models.kinds import policy
 from debatekit.protocols.dynamics import prompts as P
 from debatekit.protocols.dynamics.log import breaker_report, debate_log
 from debatekit.protocols.dynamics.models import (Decision, DynamicsOutput, Position, Rebuttal, Route, Synthesis, Vote,
@@ -130,7 +129,7 @@ class Session:
     def __init__(self, cfg: Params, item: Decision, debate):
         scale = cfg.time_scale  # every time limit of the seed, stretched for a slow model
         if scale == "auto":
-            scale = policy(debate.model).time_scale
+            scale = debate.model.kind.time_scale
         cfg = replace(cfg, time_scale=scale, **{k: getattr(cfg, k) * scale for k in TIME_LIMITS})
         self.cfg, self.item, self.debate = cfg, item, debate
         folder = Path(cfg.knowledge_dir or datasets_dir() / "knowledge") / item.knowledge

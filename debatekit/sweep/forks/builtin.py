@@ -22,6 +22,7 @@ from typing import Literal
 
 from debatekit.engine import Shown, derive_seed
 from debatekit.models.gateway import check_model
+from debatekit.models.model import resolve
 from debatekit.protocols.shared.personas import describe
 from debatekit.sweep.forks.interventions import Context, Intervention, intervention, scrub
 
@@ -69,7 +70,7 @@ def adversarial(agent: str) -> Intervention:
 @intervention("swap_model")
 def swap_model(agent: str, model: str) -> Intervention:
     """From the fork round on, `agent`'s calls go to `model` (a litellm model string)."""
-    check_model(model)
+    check_model(resolve(model))
     return Intervention(model=lambda ctx, who: model if who == agent else None, agents=(agent,), models=(model,))
 
 

@@ -24,15 +24,11 @@ from typing import Any
 from debatekit import datasets, registry
 from debatekit._base.answer_kinds import LETTERS, first_of_same
 from debatekit.datasets.voting import answers_equal, normalize, tied_answers
-from debatekit.models.cache import ResponseCache
-from debatekit.models.local import shared as shared_engine
-from debatekit.models.errors import LocalModelError
-from debatekit.models.gateway import Gateway, ModelSetupError, check_model
-from debatekit.models.local.settings import cache_dir
+from debatekit.models.gateway import Gateway
 from debatekit.models.recorded import Forked
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
-from debatekit.runner import RunResult, local_models, run
+from debatekit.runner import RunResult, run
 from debatekit.sweep.forks.interventions import Applied, Intervention
 
 
@@ -79,42 +75,39 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     for name in intervention.agents if intervention else ():
         if name not in agents:
             raise ForkError(f"agent {name!r} is not an agent of {folder.path} (its agents: {', '.join(agents)})")
-    live_models = [model or record.model, *(intervention.models if intervention else ())]
-    for name in live_models:
-        check_model(name)
+    if limit is not None and limit < 1:
+        raise ForkError(f"--limit must be at least 1, got {limit}")
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
-                                              "cache": record.config.cache if cache is None else cache})
+                                              "cache": record.config.cache if cache is None else cache,
+                                              "limit": _limit(record.config.limit, limit)})
     items, info = datasets.load(config.dataset, spec.item_model, config.limit)
     if info.sha256 != record.dataset.sha256:
         raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
-    if limit is not None and limit < 1:
-        raise ForkError(f"--limit must be at least 1, got {limit}")
-    chosen = {item.id for item in items[:limit]}
+    chosen = {item.id for item in items}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
                   intervention=intervention.describe() if intervention else None, model=model, resample=resample)
     if resume:
         _check_resume(Path(out), link)
-    try:  # each local model assembled, verified and fitting before the first debate, as a run does
-        shared_engine.preflight(local_models(live_models))
-    except LocalModelError as exc:
-        raise ModelSetupError(str(exc)) from exc
-    store = ResponseCache(cache_dir() / "responses.sqlite") if config.cache else None
-    live = Gateway(cache=store, concurrency=config.max_calls_in_flight, timeout=config.call_timeout,
-                   model_options=config.model_options)
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
-    gateway = Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live)
-    try:
-        result = run(config, out, gateway=gateway, progress=progress, resume=resume, parent=link,
-                     only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
-                     intervention=Applied(intervention, at_round, model, plans, resample))
-    finally:
-        if store is not None:
-            store.close()
-    if gateway.missing:
-        raise ForkError(_unrecorded(gateway.missing, debates, seed_of, at_round, folder.path, out))
+    forked: list[Forked] = []
+
+    def around(live: Gateway) -> Forked:  # the run's own gateway (cache, checks, preflight) asks from at_round on
+        forked.append(Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live))
+        return forked[0]
+
+    result = run(config, out, around=around, progress=progress, resume=resume, parent=link,
+                 only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
+                 intervention=Applied(intervention, at_round, model, plans, resample))
+    if forked[0].missing:
+        raise ForkError(_unrecorded(forked[0].missing, debates, seed_of, at_round, folder.path, out))
     return result
+
+
+def _limit(parents: int | None, asked: int | None) -> int | None:
+    """The fork's item limit, recorded in its configuration: the parent's, or fewer items if asked."""
+    return parents if asked is None else asked if parents is None else min(parents, asked)
 
 
 def wrong_answer(item: Any, parent: DebateRecord | None) -> Any:

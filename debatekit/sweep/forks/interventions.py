@@ -184,6 +184,11 @@ class Applied:
         self.intervention = intervention or Intervention()
         self.at_round, self.model, self.plans, self.resample = at_round, model, plans, resample
 
+    @property
+    def models(self) -> list[str]:
+        """The models the fork asks besides the run's: its `model`, and those the intervention swaps in."""
+        return [m for m in (self.model, *self.intervention.models) if m]
+
     def context(self, debate: Debate, round: int, pool: dict[str, Shown] | None = None) -> Context:
         item = debate.item
         parent, wrong = self.plans.get((str(item.id), debate.seed), (None, None))

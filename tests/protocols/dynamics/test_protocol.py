@@ -8,6 +8,7 @@ import pytest
 
 from debatekit.models import scripted
 from debatekit.models.gateway import Gateway
+from debatekit.models.model import resolve
 from debatekit.protocols.dynamics.retrieval import KnowledgeBase
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
@@ -23,7 +24,7 @@ KB = {
 @pytest.fixture(scope="module", autouse=True)
 def _litellm_warm():
     """One call first, so litellm's import and first-call set-up never count against small timeouts."""
-    asyncio.run(Gateway().complete("scripted/schema", [{"role": "user", "content": "warm up"}]))
+    asyncio.run(Gateway().complete(resolve("scripted/schema"), [{"role": "user", "content": "warm up"}]))
 
 
 @pytest.fixture

@@ -224,7 +224,7 @@ def test_a_failing_judge_and_a_failing_reasoner_do_not_crash_the_debate(tmp_path
     assert debate.output["rounds"][0]["hypotheses"]["kg_focused"] == []
     assert debate.output["final_hypothesis"]["judge_score"] is None
     assert any(line.startswith("judge failed in round 1") for line in debate.log)
-    assert result.summary["parse_failures"] > 0
+    assert result.summary.parse_failures > 0
 
 
 def test_custom_reasoners_and_unknown_reasoner(tmp_path, model_from, capsys):
@@ -256,7 +256,7 @@ def test_dataset_fits_the_item_model_and_gold_causes_match_their_keywords():
 def test_dry_run_on_schema_filler(tmp_path):
     result = run(RunConfig(protocol="judge_refine", dataset="incidents", limit=2, model="scripted/schema"),
                  tmp_path / "dry", progress=False)
-    assert result.summary["failed"] == 0
+    assert result.summary.failed == 0
     for d in result.debates:
         assert set(d.output) == S45_KEYS and d.stop_reason in ("plateau", "consensus", "max_rounds")
 

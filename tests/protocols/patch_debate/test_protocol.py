@@ -200,7 +200,7 @@ def test_dry_run_on_the_shipped_dataset(tmp_path):
     result = run(RunConfig(protocol="patch_debate", dataset="absa_reviews", limit=3, model="scripted/schema"),
                  tmp_path / "run", progress=False)
     assert [d.status for d in result.debates] == ["ok"] * 3
-    assert result.summary["parse_failures"] == 0 and result.summary["calls"] == 3 * 8
+    assert result.summary.parse_failures == 0 and result.summary.calls == 3 * 8
 
 
 def test_callable_as_a_workflow_node(model_from):

@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from debatekit.datasets.voting import answers_equal
 from debatekit.models.cache import prompt_hash
 from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
-from debatekit.models.providers import CALL_CONTEXT
+from debatekit.models.model import Caller, Model, resolve
 from debatekit.records.schemas import CallEvent, DebateVerdict, RoundRecord, Usage
 from debatekit.records.storage import write_json_atomic
 
@@ -40,7 +40,7 @@ StopRule = Callable[[list[RoundRecord]], str | None]
 @dataclass
 class Limits:
     """Per-call, per-round and per-debate limits (seconds, tokens); None means no limit, except
-    `call_timeout` None: the model kind's own (`model_kinds.policy(model).call_timeout`)."""
+    `call_timeout` None: the model kind's own (`Model.kind.call_timeout`)."""
 
     call_timeout: float | None = None
     round_timeout: float | None = None
@@ -114,9 +114,12 @@ class Ask:
 
 
 class Debate:
-    """The engine's view of one debate: the item, the model, limits, history and usage."""
+    """The engine's view of one debate: the item, the model, limits, history and usage.
 
-    def __init__(self, item: Any, *, gateway: Gateway, model: str, run_id: str, debate_id: str,
+    `model` is the run's model, resolved (`models.model.resolve`); a model an ask names (`model=`, a
+    string from the protocol's parameters or an intervention) is resolved where it is named."""
+
+    def __init__(self, item: Any, *, gateway: Gateway, model: Model, run_id: str, debate_id: str,
                  seed: int = 0, limits: Limits | None = None,
                  on_event: Callable[[CallEvent], None] | None = None, folder: Path | None = None,
                  intervention: Any = None):
@@ -194,24 +197,25 @@ class Debate:
         cap = _min(opts.get("timeout"), self.remaining)  # the whole call, all attempts
         if timeout == 0.0 or (cap is not None and cap <= 0.0):
             return self._timed_out(ask, "debate" if timeout == 0.0 else "call")
-        where = CALL_CONTEXT.set({"agent": ask.agent, "phase": ask.phase, "round": ask.round,
-                                  "item_id": _item_id(self.item), "sample": opts.get("sample", 0),
-                                  "seed": self.seed})
+        caller = Caller(ask.agent, ask.phase, ask.round, _item_id(self.item), opts.get("sample", 0), self.seed)
         try:
             completion = await asyncio.wait_for(self.gateway.complete(
-                opts.get("model") or self.model, ask.messages, ask.output,
+                self.model_of(ask), ask.messages, ask.output, caller=caller,
                 temperature=opts.get("temperature"), seed=seed,
                 max_tokens=call_tokens(ask.output, opts.get("max_tokens"), self.limits.max_tokens),
                 timeout=_min(self.limits.call_timeout, opts.get("timeout"))), cap)
         except asyncio.TimeoutError:
             return self._timed_out(ask, "debate" if self.timed_out else "call")
-        finally:
-            CALL_CONTEXT.reset(where)
         return self._record(ask, completion)
+
+    def model_of(self, ask: Ask) -> Model:
+        """The model an ask goes to: the one it names (resolved here), else the debate's."""
+        named = ask.options.get("model")
+        return resolve(named) if named else self.model
 
     def _timed_out(self, ask: Ask, scope: str) -> Turn:
         self.log.append(f"TIMEOUT: {ask.agent} in {ask.phase}")
-        completion = Completion(model=ask.options.get("model") or self.model, faults=["timeout"],
+        completion = Completion(model=self.model_of(ask).name, faults=["timeout"],
                                 error=f"timeout: {scope} time limit reached", error_kind="timeout")
         return self._record(ask, completion)
 
