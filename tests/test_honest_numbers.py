@@ -57,8 +57,8 @@ def test_an_item_whose_calls_time_out_is_an_error_left_out_of_accuracy(tmp_path)
     assert by_id["q1"].status == "error" and by_id["q1"].error.startswith("timeout")
     assert by_id["q1"].correct is None and by_id["q2"].status == "ok" and by_id["q2"].correct is False
     s = result.summary
-    assert s["failed"] == 1 and s["degraded"] == 0 and s["first_error"].startswith("timeout")
-    assert s["accuracy"] == pytest.approx(2 / 3)  # q0, q3 right, q2 wrong; q1 not scored
+    assert s.failed == 1 and s.degraded == 0 and s.first_error.startswith("timeout")
+    assert s.accuracy == pytest.approx(2 / 3)  # q0, q3 right, q2 wrong; q1 not scored
     table = analysis.load_runs([result.path]).debates.set_index("item_id")
     assert table.loc["q1", "status"] == "error" and table.loc["q0", "status"] == "ok"
     configs = analysis.config_table(analysis.load_runs([result.path]).debates, ["protocol"])
