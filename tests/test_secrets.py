@@ -11,7 +11,7 @@ import pytest
 from benchmarks.fakeserver import FakeServer
 from debatekit import sweep
 from debatekit.cli.app import main, summary_table
-from debatekit.models.gateway import ModelSetupError
+from debatekit.models.errors import ModelSetupError
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 

@@ -349,8 +349,7 @@ def main(argv: list[str] | None = None) -> int:
     from debatekit._base.terminal import visible
     from debatekit._base.validation import first_error
     from debatekit.datasets import DatasetError
-    from debatekit.models.gateway import ModelSetupError
-    from debatekit.models.errors import LocalModelError
+    from debatekit.models.errors import LocalModelError, ModelSetupError
     from debatekit.records.storage import TraceWriteError
     from debatekit.records.trace import RunFolderError
     from debatekit.registry import ProtocolError

@@ -28,7 +28,8 @@ from pydantic import BaseModel
 
 from debatekit.datasets.voting import answers_equal
 from debatekit.models.cache import prompt_hash
-from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
+from debatekit.models.completion import Completion
+from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Gateway
 from debatekit.models.model import Caller, Model, resolve
 from debatekit.records.schemas import CallEvent, DebateVerdict, RoundRecord, Usage
 from debatekit.records.storage import write_json_atomic
