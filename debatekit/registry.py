@@ -208,7 +208,7 @@ class ProtocolSpec:
 
     def check_stop(self, reason: str | None) -> None:
         """Raise ProtocolError for a stop reason neither `engine.STOP_REASONS` nor this protocol declares."""
-        from debatekit.engine import STOP_REASONS
+        from debatekit.engine.stopping import STOP_REASONS
 
         if reason is not None and reason not in STOP_REASONS and reason not in self.stop_reasons:
             raise ProtocolError(f"protocol {self.name!r} ended a debate with the undeclared stop reason {reason!r}; "

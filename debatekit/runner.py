@@ -26,10 +26,11 @@ from debatekit.engine import Debate, Limits
 from debatekit.engine.scoring import CallFaults, run_debate
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.cache import ResponseCache, replies_in
-from debatekit.models.errors import LocalModelError
-from debatekit.models.gateway import Gateway, ModelSetupError, check_model
+from debatekit.models.errors import LocalModelError, ModelSetupError
+from debatekit.models.gateway import Gateway
 from debatekit.models.local.settings import cache_dir
 from debatekit.models.model import Model, resolve
+from debatekit.models.serving import check_model
 from debatekit.records import review
 from debatekit.records.resume import open_record
 from debatekit.records.schemas import DatasetInfo, DebateRecord, Parent, RunConfig, RunRecord, RunSummary

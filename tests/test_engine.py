@@ -5,7 +5,8 @@ from pydantic import BaseModel
 
 from debatekit import registry
 from debatekit.datasets import Item
-from debatekit.engine import STOP_REASONS, Debate, Limits, Outcome, Phase, agreement, plateau, reply_budget
+from debatekit.engine import Debate, Limits, Outcome, Phase, reply_budget
+from debatekit.engine.stopping import STOP_REASONS, agreement, plateau
 from debatekit.models import scripted
 from debatekit.models.gateway import Gateway
 from debatekit.models.model import resolve

@@ -15,7 +15,8 @@ from debatekit.analysis.intervals import bootstrap_ci, nested_bootstrap_ci
 from debatekit.cli.app import main
 from debatekit.engine import Outcome
 from debatekit.models import scripted
-from debatekit.models.gateway import FAIL_FAST_AFTER, Gateway, ModelError, ModelSetupError
+from debatekit.models.errors import ModelError, ModelSetupError
+from debatekit.models.gateway import FAIL_FAST_AFTER, Gateway
 from debatekit.models.model import resolve
 from debatekit.records.schemas import RunConfig
 from debatekit.registry import protocol

@@ -41,7 +41,7 @@ def test_code_like_model_output_is_stored_verbatim_and_never_run(tmp_path):
                            params={"agents": 2, "rounds": 2, "answer_format": "json"}), tmp_path / "run", progress=False)
     tables = load_runs([result.path])
     round_metrics(tables)
-    from debatekit.cli.app import summary_table
+    from debatekit.cli.tables import summary_table
 
     summary_table([result])
     assert not marker.exists()

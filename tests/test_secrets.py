@@ -10,8 +10,9 @@ import pytest
 
 from benchmarks.fakeserver import FakeServer
 from debatekit import sweep
-from debatekit.cli.app import main, summary_table
-from debatekit.models.gateway import ModelSetupError
+from debatekit.cli.app import main
+from debatekit.cli.tables import summary_table
+from debatekit.models.errors import ModelSetupError
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
 

@@ -85,7 +85,8 @@ def _pair(flag: str, text: str) -> tuple[str, str]:
 
 def run(args) -> int:
     from debatekit._base.terminal import visible
-    from debatekit.cli.app import _parse_set, paired_block, summary_table
+    from debatekit.cli.app import _parse_set
+    from debatekit.cli.tables import paired_block, summary_table
     from debatekit.records.trace import RunFolder
     from debatekit.runner import RunResult
     from debatekit.sweep.forks import fork, make

@@ -28,7 +28,7 @@ def add(subparsers) -> dict:
 
 def run(args) -> int:
     from debatekit.datasets import DatasetError
-    from debatekit.models.gateway import ModelError, ModelSetupError
+    from debatekit.models.errors import ModelError, ModelSetupError
     from debatekit.registry import ProtocolError
     from debatekit.sweep.rescore import rescore
 

@@ -12,7 +12,8 @@ and the token budget, records every call as a `CallEvent`, and never lets a mode
 escape: a failed call is a `Turn` whose `ok` is False. A debate may carry an intervention (a
 fork's, `debatekit.sweep.forks`): the engine lets it change what an agent reads of the others'
 earlier replies (`Debate.shown`) and how a call is asked (its model, an added instruction), and
-records each change on the call's event and the round's record.
+records each change on the call's event and the round's record. The shared stop reasons and the
+stop rules (`agreement`, `plateau`) are in `debatekit.engine.stopping`, exported here.
 """
 
 from __future__ import annotations
@@ -26,15 +27,16 @@ from typing import Any, Awaitable, Callable, Iterable, Literal
 
 from pydantic import BaseModel
 
-from debatekit.datasets.voting import answers_equal
+from debatekit.engine.stopping import STOP_REASONS, StopRule, agreement, plateau
 from debatekit.models.cache import prompt_hash
-from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Completion, Gateway
+from debatekit.models.completion import Completion
+from debatekit.models.gateway import DEFAULT_MAX_TOKENS, Gateway
 from debatekit.models.model import Caller, Model, resolve
 from debatekit.records.schemas import CallEvent, DebateVerdict, RoundRecord, Usage
 from debatekit.records.storage import write_json_atomic
 
-StopRule = Callable[[list[RoundRecord]], str | None]
-"""A stop rule: the round history in, a stop reason (or None) out."""
+__all__ = ["STOP_REASONS", "Ask", "Debate", "Limits", "Outcome", "Phase", "Shown", "StopRule", "TieBreak", "Turn",
+           "agreement", "call_tokens", "derive_seed", "plateau", "reply_budget", "tie_seed"]
 
 
 @dataclass
@@ -334,47 +336,6 @@ class Phase:
 
     run: Callable[[int], Awaitable[Any]]
     when: Callable[[int], bool] | None = None
-
-
-STOP_REASONS = {
-    "max_rounds": "the round ceiling was reached",
-    "timeout": "the debate's time limit ran out",
-    "budget": "the debate's token budget was spent",
-    "agreement": "every agent gave the same answer",
-    "plateau": "the tracked score improved less than the minimum",
-    "consensus": "the agents' top answers agree (protocol's own test)",
-    "converged": "the protocol's convergence checks hold",
-}
-"""The stop reasons the engine and the protocols share; a protocol declares its own
-(`@protocol(stop_reasons=...)`: dynamics' circuit-breaker triggers, arbitration's
-complete/skipped) only for what none of these says."""
-
-
-# --- stop rules ---------------------------------------------------------------------------
-
-def agreement(history: list[RoundRecord]) -> str | None:
-    """Stop when every agent of the latest round gave the same (non-missing) answer."""
-    if not history:
-        return None
-    answers = list(history[-1].answers.values())
-    if len(answers) >= 2 and all(a is not None for a in answers) and all(
-            answers_equal(a, answers[0]) for a in answers[1:]):
-        return "agreement"
-    return None
-
-
-def plateau(key: str, min_delta: float) -> StopRule:
-    """Stop when `extra[key]` of the latest round improved less than `min_delta` on the previous."""
-
-    def rule(history: list[RoundRecord]) -> str | None:
-        if len(history) < 2:
-            return None
-        before, now = history[-2].extra.get(key), history[-1].extra.get(key)
-        if before is None or now is None:
-            return None
-        return "plateau" if now - before < min_delta else None
-
-    return rule
 
 
 # --- helpers ------------------------------------------------------------------------------

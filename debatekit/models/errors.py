@@ -1,4 +1,5 @@
-"""What went wrong in a provider call: its kind (transient or a set-up problem) and a 429's wait."""
+"""What went wrong with a model: a string no provider serves, a model that cannot be reached as
+configured, and in a provider call its fault's kind (transient or a set-up problem) and a 429's wait."""
 
 from __future__ import annotations
 
@@ -6,6 +7,16 @@ import asyncio
 import time
 
 MAX_RETRY_AFTER = 60.0  # seconds: the longest `Retry-After` honoured
+TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
+"""Fault kinds of a provider attempt that the gateway retries with backoff."""
+
+
+class ModelError(ValueError):
+    """A model string that no provider can serve; the message names it."""
+
+
+class ModelSetupError(RuntimeError):
+    """A model that cannot be reached as configured (key, name, server, file); the message names it."""
 
 
 class LocalModelError(RuntimeError):

@@ -21,14 +21,15 @@ It never raises for provider or output problems; it records them:
 litellm's configuration and debatekit's two providers (`local/...`, `scripted/...`) live in
 `debatekit.models.providers`, credential masking in `debatekit.models.credentials`, and what differs between
 kinds of model (timeouts, cost, concurrency) in the `debatekit.models.kinds` table, read here
-from each model's `kind`.
+from each model's `kind`. What a call comes to (`Completion`) and how its usage adds up are in
+`debatekit.models.completion`, the fault kinds and model errors in `debatekit.models.errors`, and
+the model check before a run and what serves a model (`check_model`, `served_by`) in
+`debatekit.models.serving`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import math
-import os
 import sys
 import time
 import weakref
@@ -38,10 +39,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from debatekit.models import credentials, reading
+from debatekit.models import credentials, reading, serving
 from debatekit.models.cache import ResponseCache, reply_record, request_key, served_key
+from debatekit.models.completion import Completion, add_usage, token_count
 from debatekit.models.credentials import redact
-from debatekit.models.errors import ProviderFault, classify, retry_after
+from debatekit.models.errors import TRANSIENT, ProviderFault, classify, retry_after
 from debatekit.models.model import Caller, Model, resolve
 from debatekit.models.providers import CALLER_KEY, litellm_module
 from debatekit.models.watch import Watch, watched
@@ -51,107 +53,7 @@ _IN_FLIGHT: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 DEFAULT_MAX_TOKENS = 512
 """Completion tokens per call when neither the ask, its reply schema nor the run sets them."""
-TRANSIENT = {"timeout", "rate_limit", "server", "empty"}
 FAIL_FAST_AFTER = 3  # identical non-transient failures, with no success, that mark a model dead
-
-
-class ModelError(ValueError):
-    """A model string that no provider can serve; the message names it."""
-
-
-class ModelSetupError(RuntimeError):
-    """A model that cannot be reached as configured (key, name, server, file); the message names it."""
-
-
-def check_model(model: Model) -> None:
-    """Fail early, with the model named, on a model string no provider can serve.
-
-    `scripted/NAME` must be registered, `local/NAME` a known model or a .gguf path; any other
-    string must name a litellm provider (this imports litellm, which the first call needs anyway).
-    """
-    kind, name, model = model.kind.name, model.short, model.name
-    if kind == "scripted":
-        from debatekit.models import scripted  # the test double is loaded only when a scripted model is named
-
-        if not scripted.is_registered(name):
-            raise ModelError(f"model {model!r}: no scripted model named {name!r} is registered")
-    elif kind == "local":
-        from debatekit.models.local import weights as local
-
-        try:
-            path = local.model_path(name)
-        except local.LocalModelError as exc:
-            raise ModelError(f"model {model!r}: {exc}") from exc
-        if name not in local.KNOWN and not path.is_file():
-            raise ModelSetupError(f"model {model!r}: local model file not found: {path}")
-    else:
-        try:
-            litellm_module().get_llm_provider(model)
-        except Exception as exc:  # noqa: BLE001 - litellm raises BadRequestError for an unknown provider
-            raise ModelError(f"model {model!r}: litellm knows no provider for it; use a litellm model string "
-                             f"such as openai/gpt-4o-mini, ollama/llama3, hosted_vllm/NAME, local/NAME") from exc
-
-
-@dataclass
-class Completion:
-    """The outcome of one logical call (all its attempts, repairs and cache look-ups)."""
-
-    model: str
-    text: str = ""
-    parsed: BaseModel | None = None
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cached_tokens: int = 0  # prompt tokens the provider reused from its prompt cache
-    prompt_seconds: float = 0.0  # engine time on the prompt (local engine only; 0 when unknown)
-    generation_seconds: float = 0.0  # engine time generating the reply (local engine only)
-    cost: float | None = 0.0
-    latency: float = 0.0
-    calls: int = 0
-    cache_hits: int = 0
-    faults: list[str] = field(default_factory=list)
-    error: str | None = None
-    error_kind: str | None = None
-    repairs: list[dict] = field(default_factory=list)
-    """Each reply that could not be read and was asked again: its text, the error and the repair prompt."""
-    replies: list[dict] = field(default_factory=list)
-    """Each reply received (from the cache too), in order: its cache key and usage (`reply_record`)."""
-    cut_off: int = 0
-    """Replies that stopped at the token limit (`finish_reason` "length", or every allowed token used
-    where the provider gives no reason), read or not."""
-    echo: bool = False
-    """The answer read is the prompt's own text repeated: the reply's answer line is a line of the prompt,
-    and the reply's own words give no answer (`output.echoed`)."""
-
-    @property
-    def ok(self) -> bool:
-        return self.error is None
-
-    @property
-    def cache_hit(self) -> bool:
-        """True when every reply came from the cache (no provider call made)."""
-        return self.calls == 0 and self.cache_hits > 0
-
-    @property
-    def parse_failures(self) -> int:
-        return self.faults.count("parse")
-
-    @property
-    def cut_off_unread(self) -> int:
-        """Parse failures of a reply cut off at the token limit (`cut_off` counts every cut-off reply)."""
-        return self.faults.count("cut_off")
-
-    @property
-    def loops(self) -> int:
-        """Parse failures of a reply that repeated itself until stopped."""
-        return self.faults.count("loop")
-
-    @property
-    def retries(self) -> int:
-        return sum(1 for f in self.faults if f in TRANSIENT)
-
-    @property
-    def timeouts(self) -> int:
-        return self.faults.count("timeout")
 
 
 @dataclass
@@ -322,7 +224,7 @@ class Gateway:
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
         self.stats["tokens"] += hit.get("prompt_tokens", 0) + hit.get("completion_tokens", 0)
-        _add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
+        add_usage(done, hit, timed=False)  # no engine time was spent on a cached reply
         done.replies.append(reply_record(key, hit, asked))
         return hit
 
@@ -356,7 +258,7 @@ class Gateway:
                 health.answered = True
                 if reply.get("usage_unknown"):
                     self._usage_unknown(model.name, done)
-                _add_usage(done, reply)
+                add_usage(done, reply)
                 self.stats["tokens"] += reply["prompt_tokens"] + reply["completion_tokens"]
                 if not reply["text"].strip():
                     raise ProviderFault("empty", "the model returned an empty reply")
@@ -401,9 +303,9 @@ class Gateway:
                 cost = float(litellm.completion_cost(completion_response=reply))
             except Exception:  # noqa: BLE001 - unknown price: recorded as null, not as zero
                 cost = None
-        counts = {"prompt_tokens": _count(getattr(usage, "prompt_tokens", 0)),
-                  "completion_tokens": _count(getattr(usage, "completion_tokens", 0)),
-                  "cached_tokens": _count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0))}
+        counts = {"prompt_tokens": token_count(getattr(usage, "prompt_tokens", 0)),
+                  "completion_tokens": token_count(getattr(usage, "completion_tokens", 0)),
+                  "cached_tokens": token_count(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0))}
         unknown = None in counts.values()  # a negative or garbled count: unknown, never summed
         return {
             # a proxy may echo the key it was sent; a lone surrogate (valid JSON, not text) cannot be stored
@@ -417,27 +319,14 @@ class Gateway:
         }
 
     def served_by(self, model: Model | str | None) -> dict:
-        """What answers `model`'s calls, beside what they ask (`cache.served_key`): the endpoint,
-        however it was set (the model's `api_base` option, or the provider's `*_API_BASE` /
-        `*_BASE_URL` environment variable), its other options with credentials masked as in traces
-        (`credentials.model_options_public`), and for a
-        `local/` model its file's size and modification time (a file replaced in place is another
-        model). Taken once per gateway and model: a run asks the same endpoint throughout. A model
-        string (a recorded event's) is resolved here."""
+        """What answers `model`'s calls, beside what they ask (`cache.served_key`): its endpoint,
+        options and local file (`serving.served_by`). Taken once per gateway and model: a run asks
+        the same endpoint throughout. A model string (a recorded event's) is resolved here."""
         if model is None:
             return {}
         model = resolve(model)
         if model.name not in self._served_by:
-            found = credentials.model_options_public({model.name: self.model_options.get(model.name, {})})[model.name]
-            provider = model.provider.upper().replace("-", "_")
-            for name in (f"{provider}_API_BASE", f"{provider}_BASE_URL"):
-                if "api_base" not in found and os.environ.get(name):
-                    found["api_base"] = os.environ[name]
-            if model.local:
-                from debatekit.models.local import weights as local  # only a local model's calls load it
-
-                found["file"] = local.file_identity(model.short)
-            self._served_by[model.name] = found
+            self._served_by[model.name] = serving.served_by(model, self.model_options.get(model.name, {}))
         return self._served_by[model.name]
 
     def _usage_unknown(self, model: str, done: Completion) -> None:
@@ -456,28 +345,6 @@ class Gateway:
         return self._semaphores[model.name]
 
 
-def _add_usage(done: Completion, reply: dict, timed: bool = True) -> None:
-    done.prompt_tokens += reply.get("prompt_tokens", 0)
-    done.completion_tokens += reply.get("completion_tokens", 0)
-    done.cached_tokens += reply.get("cached_tokens", 0)
-    if timed:
-        done.prompt_seconds += reply.get("prompt_seconds", 0.0)
-        done.generation_seconds += reply.get("generation_seconds", 0.0)
-    if done.cost is not None:
-        done.cost = None if reply.get("cost") is None else done.cost + reply["cost"]
-
-
-def _count(value: Any) -> int | None:
-    """A token count a provider reported: a whole number of at least 0 (None and 0 are 0), else None."""
-    if value is None:
-        return 0
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or value != int(value):
-        return None
-    return int(value)
-
-
 def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:
     """Count a non-transient failure; the same one FAIL_FAST_AFTER times before any answer kills the model."""
     if health.answered or health.dead:
@@ -485,5 +352,3 @@ def _note_failure(health: _Health, model: str, kind: str, message: str) -> None:
     health.failures[(kind, message)] += 1
     if health.failures[(kind, message)] >= FAIL_FAST_AFTER:
         health.dead = f"model {model!r}: {message}"
-
-

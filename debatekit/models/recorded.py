@@ -36,7 +36,8 @@ from collections import Counter, defaultdict
 from typing import Iterable
 
 from debatekit.models.cache import asked as asked_of, prompt_hash, reply_record, request_key, served_key
-from debatekit.models.gateway import Completion, Gateway, _add_usage
+from debatekit.models.completion import Completion, add_usage
+from debatekit.models.gateway import Gateway
 from debatekit.models.model import Caller, Model
 
 NOT_RECORDED = "not_recorded"
@@ -212,7 +213,7 @@ class Recorded(Gateway):
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
         reply = {k: v for k, v in reply.items() if k not in ("key", "request")}
-        _add_usage(done, reply)
+        add_usage(done, reply)
         done.replies.append(reply_record(key, reply, request))
         return reply
 

@@ -51,7 +51,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from debatekit.datasets.voting import agreement_rate, answers_equal, majority, tied_answers
-from debatekit.engine import Outcome, Shown, TieBreak, agreement, derive_seed, tie_seed
+from debatekit.engine import Outcome, Shown, TieBreak, derive_seed, tie_seed
+from debatekit.engine.stopping import agreement
 from debatekit.protocols.shared.agents import Agents, Models, agent_names, models_of
 from debatekit.protocols.shared.answers import (DEFAULT_FORMAT, AnswerFormat, AnswerKind, AnswerSpec, first_messages,
                                                 spec_for)

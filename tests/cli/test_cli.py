@@ -290,7 +290,7 @@ def test_the_run_table_fits_100_columns_and_wide_shows_every_column(tmp_path, ar
 
 def test_a_narrow_run_table_names_the_left_out_columns_that_are_not_zero():
     from debatekit.analysis.paired import aligned
-    from debatekit.cli.app import _narrow
+    from debatekit.cli.tables import _narrow
 
     head = ("protocol", "params", "items", "seeds", "failed", "degraded", "accuracy [95% CI]", "rounds", "calls",
             "tokens", "cached", "cut off", "unread: cut off", "looped", "other", "echoes", "escalated", "wall s")

@@ -7,9 +7,11 @@ import sys
 import pytest
 
 from debatekit.models import scripted
-from debatekit.models.gateway import Gateway, ModelError, check_model
+from debatekit.models.errors import ModelError
+from debatekit.models.gateway import Gateway
 from debatekit.models.kinds import policy
 from debatekit.models.model import resolve
+from debatekit.models.serving import check_model
 
 
 @pytest.mark.parametrize("model, kind, timeout, scale, free, retry", [

@@ -8,7 +8,8 @@ import pytest
 from debatekit.datasets import Item
 from debatekit.engine import Debate
 from debatekit.models import providers, scripted
-from debatekit.models.gateway import Completion, Gateway
+from debatekit.models.completion import Completion
+from debatekit.models.gateway import Gateway
 from debatekit.models.kinds import LOCAL, PROVIDER, SCRIPTED
 from debatekit.models.model import Caller, Model, resolve
 

@@ -20,7 +20,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from debatekit.engine import Outcome, plateau
+from debatekit.engine import Outcome
+from debatekit.engine.stopping import plateau
 from debatekit.models.budget import reply_tokens
 from debatekit.protocols.judge_refine import hypotheses as logic
 from debatekit.protocols.judge_refine.params import Params

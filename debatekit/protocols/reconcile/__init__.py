@@ -60,7 +60,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, PlainValidator
 
 from debatekit.datasets.voting import majority
-from debatekit.engine import Outcome, agreement
+from debatekit.engine import Outcome
+from debatekit.engine.stopping import agreement
 from debatekit.protocols.reconcile import convincing as samples_of, prompts
 from debatekit.protocols.reconcile.vote import recalibrate, weighted_vote
 from debatekit.protocols.shared.answers import DEFAULT_FORMAT, AnswerFormat, AnswerKind, spec_for

@@ -21,7 +21,7 @@ import random
 from typing import Literal
 
 from debatekit.engine import Shown, derive_seed
-from debatekit.models.gateway import check_model
+from debatekit.models.serving import check_model
 from debatekit.models.model import resolve
 from debatekit.protocols.shared.personas import describe
 from debatekit.sweep.forks.interventions import Context, Intervention, intervention, scrub
