@@ -29,6 +29,7 @@ class FakeEngine:
         said = request["messages"][-1]["content"]
         if said == "die":
             os._exit(3)
+        finish = "stop"
         with self.free:
             if not said.startswith("hold") and started is not None:
                 started()
@@ -38,12 +39,13 @@ class FakeEngine:
                 while time.monotonic() < end:
                     if cancelled is not None and cancelled.is_set():
                         Path(os.environ["FAKE_ENGINE_CANCELLED"]).write_text(said)
+                        finish = None  # as llama.cpp's stream left before its last chunk
                         break
                     if said.startswith("slow"):
                         self.work += 1
                     time.sleep(0.02)
         text = f"{self.model} pid {os.getpid()} heard: {said}\nAnswer: 4"
-        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}],
                 "usage": {"prompt_tokens": 5, "completion_tokens": 7}}
 
 

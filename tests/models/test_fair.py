@@ -54,7 +54,7 @@ def test_a_process_alone_gets_every_slot_and_the_rest_wait_in_arrival_order():
 
 
 def test_a_process_that_arrives_takes_back_the_youngest_slots_of_one_running_more():
-    seats = fair.Admission(10)
+    seats = fair.Admission(10, settle=0)
     gone = threading.Event()
     big = [seats.enter(BIG, t, gone) for t in range(8)]
     first = seats.enter(SMALL, 100, gone)  # a free slot: it runs at once
@@ -77,28 +77,113 @@ def test_a_process_that_arrives_takes_back_the_youngest_slots_of_one_running_mor
     assert seats.counts() == {BIG: (8, 0)} and len(back) == 7 and all(s.admitted for s in back)
 
 
-def test_processes_split_the_slots_evenly_when_all_want_more_than_their_share():
-    seats = fair.Admission(6)
+def test_a_burst_of_calls_counts_whole_before_slots_are_taken_back_and_the_slots_split_evenly():
+    seats = fair.Admission(6, settle=0.2)
     gone = threading.Event()
     a = [seats.enter(1, t, gone) for t in range(6)]
     admitted = []
     threads = [_in_thread(lambda t=t: seats.enter(2, 10 + t, gone), admitted) for t in range(6)]
-    _until(lambda: sum(s.preempted.is_set() for s in a) == 5)  # the first arrival: limit min(1, 6 // 2)
-    threads += [_in_thread(lambda s=s: seats.requeue(s), admitted) for s in a[1:]]
+    # the six calls sent together count as one demand of 6: the limit is min(6, 6 // 2), not 1
+    _until(lambda: sum(s.preempted.is_set() for s in a) == 3)
+    time.sleep(0.3)
+    assert sum(s.preempted.is_set() for s in a) == 3 and [s.preempted.is_set() for s in a[:3]] == [False] * 3
+    threads += [_in_thread(lambda s=s: seats.requeue(s), admitted) for s in a if s.preempted.is_set()]
     _until(lambda: seats.counts() == {1: (3, 3), 2: (3, 3)})  # demands of 6 and 6: three slots each
     gone.set()  # every caller goes away: the waiting ones give up their places
     for thread in threads:
         thread.join(5)
     _until(lambda: seats.counts() == {1: (3, 0), 2: (3, 0)})
-    for seat in [a[0], *admitted]:
+    for seat in [*a[:3], *admitted]:
         seats.leave(seat)
     assert seats.counts() == {}
+
+
+def test_a_call_is_taken_back_at_most_once_and_a_process_between_calls_is_not_arriving():
+    now = [0.0]
+    seats = fair.Admission(2, settle=0, rest=2.0, clock=lambda: now[0])
+    gone = threading.Event()
+    big = seats.enter(BIG, 0, gone)
+    first = seats.enter(SMALL, 1, gone)  # an arrival: nothing over the limit of 1, nothing taken back
+    assert not big.preempted.is_set()
+    seats.leave(first)
+    second = seats.enter(SMALL, 2, gone)  # its next call at once: the same process going on, no arrival
+    seats.leave(second)
+    assert seats._last[SMALL] == 0.0
+    extra = seats.enter(BIG, 3, gone)  # the big process alone again: both slots
+    assert extra.admitted and not big.preempted.is_set()
+    now[0] = 5.0
+    got = []
+    thread = _in_thread(lambda: seats.enter(SMALL, 4, gone), got)  # back after a rest: an arrival
+    _until(lambda: extra.preempted.is_set())  # the youngest slot, asked back once
+    assert not big.preempted.is_set()
+    requeued = []
+    again = _in_thread(lambda: seats.requeue(extra), requeued)
+    thread.join(5)
+    seats.leave(got[0])
+    again.join(5)
+    assert requeued == [extra] and extra.taken_back == 1 and seats.counts() == {BIG: (2, 0)}
+    now[0] = 10.0
+    later = []
+    thread = _in_thread(lambda: seats.enter(SMALL, 5, gone), later)  # another arrival
+    _until(lambda: big.preempted.is_set())  # the youngest is `extra` again, but it was asked back once already
+    assert not extra.preempted.is_set()
+    gone.set()
+    thread.join(5)
+    assert later == [None]
+
+
+def test_waiting_calls_sleep_until_a_slot_frees_instead_of_waking_each_other():
+    class Counted(fair.Admission):
+        passes = 0
+
+        def _admit(self):
+            Counted.passes += 1
+            super()._admit()
+
+    seats = Counted(1, settle=0)
+    gone = threading.Event()
+    holder = seats.enter(BIG, 0, gone)
+    threads = [_in_thread(lambda t=t: seats.enter(BIG, t, gone), []) for t in (1, 2, 3)]
+    _until(lambda: seats.counts() == {BIG: (1, 3)})
+    before = Counted.passes
+    time.sleep(0.5)
+    assert Counted.passes - before < 60  # each waiter looks every `poll` (0.1 s); a spin made 100,000 a second
+    gone.set()
+    for thread in threads:
+        thread.join(5)
+    seats.leave(holder)
+
+
+def test_a_reply_complete_before_its_slot_was_asked_back_is_kept_and_a_cut_one_is_run_again():
+    from debatekit.models.local.daemon import Daemon
+
+    class Engine:
+        slots = 1
+        calls = 0
+
+        def chat(self, request, cancelled=None, started=None):
+            Engine.calls += 1
+            finish = "stop"
+            if request["late"] or Engine.calls == 1:
+                cancelled.preempted.set()  # asked back; a late ask comes after the last token
+                finish = "stop" if request["late"] else None
+            return {"choices": [{"message": {"content": f"try {Engine.calls}"}, "finish_reason": finish}],
+                    "usage": {"completion_tokens": 3}}
+
+    daemon = Daemon(make_engine=lambda model: Engine())
+    requeues = []
+    late = daemon._chat("m", {"late": True}, threading.Event(), lambda: None, lambda: requeues.append(1), 7, 1)
+    assert late["reply"]["choices"][0]["message"]["content"] == "try 1" and requeues == [] and daemon.preempted == 0
+    Engine.calls = 0
+    cut = daemon._chat("m", {"late": False}, threading.Event(), lambda: None, lambda: requeues.append(1), 7, 2)
+    assert cut["reply"]["choices"][0]["message"]["content"] == "try 2" and requeues == [1] and daemon.preempted == 1
+    assert daemon.served == 2 and daemon.completion_tokens == 6 and daemon.admissions["m"].counts() == {}
 
 
 def test_without_fairness_calls_run_in_arrival_order_and_nothing_is_taken_back(monkeypatch):
     monkeypatch.setenv("DEBATEKIT_ENGINE_FAIR", "off")
     assert not fair.enabled()
-    seats = fair.Admission(3, fair=fair.enabled())
+    seats = fair.Admission(3, fair=fair.enabled(), settle=0)
     gone = threading.Event()
     big = [seats.enter(BIG, t, gone) for t in range(2)]
     small = seats.enter(SMALL, 5, gone)

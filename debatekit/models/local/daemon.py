@@ -121,7 +121,11 @@ class Daemon:
             loop.call_soon_threadsafe(started.set)
 
         def on_requeue() -> None:  # from the engine's thread: its slot was taken back (`fair`)
-            loop.call_soon_threadsafe(requeued.set)
+            def waiting_again() -> None:  # one callback, in order with `on_start`'s: a rerun's start is kept
+                started.clear()
+                requeued.set()
+
+            loop.call_soon_threadsafe(waiting_again)
 
         watcher = asyncio.ensure_future(_wait_closed(reader, gone))
         chat = loop.run_in_executor(self.pool, self._chat, model, request, gone, on_start, on_requeue, pid, ticket)
@@ -137,7 +141,6 @@ class Daemon:
                     break
                 if requeued.is_set():  # waiting again: the heartbeat lines resume, then `started` once more
                     requeued.clear()
-                    started.clear()
                     starting.cancel()
                     starting, requeuing = asyncio.ensure_future(started.wait()), asyncio.ensure_future(requeued.wait())
                     told_start = False
@@ -187,8 +190,9 @@ class Daemon:
                     except Exception:
                         if not seat.preempted.is_set() or gone.is_set():
                             raise
-                    if not seat.preempted.is_set() or gone.is_set():
-                        break
+                    else:
+                        if not seat.preempted.is_set() or gone.is_set() or not _cut(reply):
+                            break  # a reply complete before its slot was asked back is kept
                     self.preempted += 1
                     on_requeue()
                     seat = seats.requeue(seat)
@@ -224,6 +228,12 @@ def _client_refusal(message: dict) -> str:
     return (f"this machine's local engine (pid {os.getpid()}) is debatekit {mine['version']} at {mine['install']}, "
             f"engine wire {WIRE}, and this client speaks wire {message.get('wire') or 1}: stop the engine with "
             f"`kill {os.getpid()}` and run again, or let it finish its work (it stops when idle)")
+
+
+def _cut(reply: dict) -> bool:
+    """Whether a generation was stopped from outside (no finish reason: the stream was left)."""
+    choices = reply.get("choices") or [{}]
+    return choices[0].get("finish_reason") is None
 
 
 async def _wait_closed(reader: asyncio.StreamReader, gone: threading.Event) -> None:

@@ -150,6 +150,8 @@ class Engine:
     def _streamed(self, request: dict, cancelled: threading.Event | None = None) -> dict:
         """One completion, streamed so that a reply repeating itself is stopped (`repetition.LoopWatch`,
         finish_reason "loop"); returned in the shape of a non-streamed reply (usage, timings, slot)."""
+        if cancelled is not None and cancelled.is_set():  # asked back before a prompt token was read
+            raise LocalModelError("local engine: the call was stopped before it started")
         watch, chunks = repetition.LoopWatch(), []
         started = getattr(_STARTING, "call", None)
 
