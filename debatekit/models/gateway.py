@@ -134,7 +134,7 @@ class Gateway:
 
     async def complete(
         self,
-        model: Model,
+        model: Model | str,
         messages: list[dict],
         output: type[BaseModel] | None = None,
         *,
@@ -148,9 +148,10 @@ class Gateway:
 
         An `output` model with a `from_text(text)` classmethod (a free-text answer) is asked without
         a response format and parsed by that method; a ValueError from it is a parse failure.
+        `model`: a `Model`, or a model string (resolved here, as a caller outside a run names one).
         `caller`: who asks (a scripted model answers by it, a recorded gateway looks its reply up by it).
         """
-        caller = caller or Caller()
+        model, caller = resolve(model), caller or Caller()
         params = {"temperature": temperature, "seed": seed, "max_tokens": max_tokens or DEFAULT_MAX_TOKENS}
         params = {k: v for k, v in params.items() if v is not None}
         free_text = output is not None and hasattr(output, "from_text")  # parsed out of prose, unconstrained

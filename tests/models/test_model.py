@@ -76,3 +76,15 @@ def test_the_engine_hands_the_gateway_the_resolved_model_and_the_caller():
     asyncio.run(go())
     assert asked == [(Model("scripted/run", SCRIPTED), Caller("agent1", "answer", 2, "i1", 0, 4)),
                      (Model("openai/judge", PROVIDER), Caller("judge", "judge", None, "i1", 3, 4))]
+
+
+def test_the_gateway_takes_a_model_string_from_a_caller_outside_a_run():
+    import asyncio
+
+    from debatekit.models.gateway import Gateway
+
+    from debatekit.models import scripted
+
+    model = scripted.register("echo-string", fn=lambda req: req.messages[-1]["content"])
+    done = asyncio.run(Gateway(cache=None).complete(model, [{"role": "user", "content": "hi"}]))
+    assert isinstance(model, str) and done.ok and done.text == "hi" and done.model == model
