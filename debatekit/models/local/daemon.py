@@ -183,7 +183,6 @@ class Daemon:
             seats = self._seats(model, engine)
             seat = seats.enter(pid, ticket, gone)
             try:
-                reply = None
                 while seat is not None:
                     try:
                         reply = engine.chat(request, cancelled=seat, started=on_start)
