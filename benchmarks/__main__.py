@@ -21,6 +21,7 @@ BENCHMARKS = {
     "json_constraint_probe": "the local model with and without a JSON grammar on 20 arithmetic items",
     "speculation": "speculative decoding against none on the GSM8K debate's own prompts, per slot count and phase",
     "first_command": "the README's first command, its run part, timed the newcomer's way: checkout A against B",
+    "engine_knobs": "llama.cpp's CPU knobs (flash attention, polling, micro-batch, 8-bit KV) on a debate's prompts",
     "sequential": "type-I error and power of the sequential study designs, by simulation (no model)",
 }
 

@@ -80,3 +80,23 @@ def test_the_first_command_benchmark_times_a_command_in_fresh_folders(tmp_path):
     repo = Path(__file__).resolve().parent.parent
     done = first_command.once(repo, "run single --dataset arithmetic --limit 2 --model scripted/schema", {})
     assert done["exit"] == 0 and done["runs"]["run"]["calls"] == 2 and "single" in done["stdout"]
+
+
+def test_the_engine_knobs_benchmark_changes_one_knob_per_setting():
+    import pytest
+
+    xllamacpp = pytest.importorskip("xllamacpp")
+    from benchmarks import engine_knobs
+
+    def params(setting):
+        made = xllamacpp.CommonParams()
+        engine_knobs.adjust(made, setting)
+        return made
+
+    default = params("default")
+    assert params("flash_attn_off").flash_attn_type == 0 and params("flash_attn_on").flash_attn_type == 1
+    assert params("no_polling").cpuparams.poll == 0 != default.cpuparams.poll
+    assert params("ubatch_256").n_ubatch == 256 != default.n_ubatch
+    assert params("kv_q8").cache_type_k == xllamacpp.ggml_type.GGML_TYPE_Q8_0 != default.cache_type_k
+    with pytest.raises(ValueError, match="unknown setting"):
+        engine_knobs.adjust(default, "turbo")
