@@ -40,6 +40,7 @@ def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(gr
     """A grid as users write it (`timeout`, `agents`, `rounds`, protocol parameters beside run settings)
     still makes the very configuration each committed point ran: the same hash, so the study resumes."""
     from debatekit import sweep
+    from debatekit.sweep.grid import reused_point
     from debatekit.sweep.guard import check_points
 
     data = sweep.load_grid(grid)
@@ -53,6 +54,11 @@ def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(gr
         update = {"model": config.model or record["model"]}
         if "plan" in data:  # a study with looks runs each point to its look, not to the plan's limit
             update["limit"] = record["config"]["limit"]
+        named = reused_point(config.params.get("reuse"), points)
+        if named is not None:  # the sweep runs a vote that names a debate point with that point's run folder
+            recorded = record["config"]["params"]["reuse"]
+            assert Path(recorded).name == named.id, point.id
+            update["params"] = {**config.params, "reuse": recorded}
         assert config_hash(config.model_copy(update=update)) == record["config_hash"], point.id
         ran += 1
     assert ran
