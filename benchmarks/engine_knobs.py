@@ -31,7 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from benchmarks.common import save
-from benchmarks.speculation import calls, isolated, seed
+from benchmarks.speculation import STUDY_RUN, calls, isolated, seed
 
 SETTINGS = ("default", "flash_attn_off", "flash_attn_on", "no_polling", "ubatch_256", "kv_q8")
 
@@ -116,8 +116,8 @@ def main(argv: list[str]) -> int:
         result = isolated(side, setting, args.slots, args.max_tokens, work)
         runs.append({"setting": setting, **result})
         print(setting, result, flush=True)
-    save("engine_knobs", {"setup": {"replayed": "results/studies/gsm8k/society_of_mind-agents3-rounds3-"
-                                                "stop_on_agreementfalse-3ea484a1", "items": args.items,
+    replayed = STUDY_RUN.relative_to(STUDY_RUN.parents[3]).as_posix()
+    save("engine_knobs", {"setup": {"replayed": replayed, "items": args.items,
                                     "rounds": 2, "slots": args.slots, "max_tokens": args.max_tokens,
                                     "temperature": 0.7, "order": order},
                           "runs": runs}, args.out)
