@@ -93,6 +93,8 @@ def open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source
                     if cache is not None else 0)
         record.status, record.reason = "running", None
         record.protocol_source = source
+        if parent is not None:  # the same fork (checked by its caller); its parent's folder as seen from here now
+            record.parent = parent
         record.resumes.append({"at": now(), "git_commit": git_commit(), "debatekit_version": __version__,
                                "answered": sum(d.answered for d in folder.debates()), "limit": config.limit,
                                "restored_replies": restored,

@@ -243,7 +243,8 @@ class Parent(BaseModel):
     `at_round` are the parent's recorded replies, the rest were asked of a model."""
 
     run: str
-    """The parent run's folder, as an absolute path."""
+    """The parent run's folder, relative to this run's folder (absolute where no relative path exists);
+    a resume records it as seen from where the two folders are then."""
     run_id: str
     """The parent run's `run_id`."""
     at_round: int

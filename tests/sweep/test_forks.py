@@ -60,8 +60,8 @@ def test_a_fork_at_round_2_plays_round_1_back_and_asks_the_model_from_round_2(pa
     assert len(next(d for d in result.debates if d.item_id == "q2").rounds) == 1  # it had ended: still no call
     link = json.loads((tmp_path / "fork" / "run.json").read_text())["parent"]
     record = json.loads((parent / "run.json").read_text())
-    assert link == {"run": str(parent.resolve()), "run_id": record["run_id"], "at_round": 2, "intervention": None,
-                    "model": None, "resample": None}
+    assert link == {"run": "../parent", "run_id": record["run_id"], "at_round": 2, "intervention": None,
+                    "model": None, "resample": None}  # seen from the fork's folder, so that it moves with them
 
 
 def run_debates(folder: Path):
@@ -267,6 +267,18 @@ def test_a_fork_resumes_only_as_the_same_fork(parent, tmp_path):
     assert len(again.debates) == 3 and json.loads((out / "run.json").read_text())["parent"]["at_round"] == 2
     with pytest.raises(ForkError, match="not a fork of the same run, round and intervention"):
         fork(parent, at_round=2, out=out, intervention=hide("agent2"), resume=True, progress=False)
+
+
+def test_a_resume_records_the_parent_as_seen_from_where_the_fork_is_now(parent, tmp_path):
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=hide("agent1"), cache=False, progress=False, limit=1)
+    moved = tmp_path / "elsewhere" / "forks"
+    moved.mkdir(parents=True)
+    out.rename(moved / "fork")
+    again = fork(parent, at_round=2, out=moved / "fork", intervention=hide("agent1"), resume=True, progress=False)
+    link = json.loads((moved / "fork" / "run.json").read_text())["parent"]
+    assert len(again.debates) == 3 and link["run"] == "../../../parent"
+    assert (moved / "fork" / link["run"]).resolve() == parent.resolve()
 
 
 # --- the wrong answer ----------------------------------------------------------------------------

@@ -18,6 +18,7 @@ did not record.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -86,7 +87,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
     chosen = {item.id for item in items}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
-    link = Parent(run=str(folder.path.resolve()), run_id=record.run_id, at_round=at_round,
+    link = Parent(run=parent_path(folder.path, Path(out)), run_id=record.run_id, at_round=at_round,
                   intervention=intervention.describe() if intervention else None, model=model, resample=resample)
     if resume:
         _check_resume(Path(out), link)
@@ -103,6 +104,15 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if forked[0].missing:
         raise ForkError(_unrecorded(forked[0].missing, debates, seed_of, at_round, folder.path, out))
     return result
+
+
+def parent_path(parent: Path, out: Path) -> str:
+    """Where `parent` is, seen from the fork's folder `out`: a relative path, so that a committed fork
+    still names its parent after the repository moves (absolute where none exists, e.g. another drive)."""
+    try:
+        return Path(os.path.relpath(parent.resolve(), out.resolve())).as_posix()
+    except ValueError:
+        return str(parent.resolve())
 
 
 def _limit(parents: int | None, asked: int | None) -> int | None:
