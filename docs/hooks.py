@@ -6,8 +6,8 @@
 - the committed executed notebooks, rendered by mkdocs-jupyter, their plotly figures (saved as
   plotly JSON) turned into HTML that draws them with the plotly.js of the installed plotly package
   (the site works offline);
-- the figures of committed runs (`results/examples/*.png`) and studies (`results/studies/*/*.png`)
-  under `figures/`.
+- the figures of committed runs (`results/examples/*.png`), studies (`results/studies/*/*.png`) and
+  forks (`results/forks/*/*.png`, as `figures/fork-NAME-FILE`) under `figures/`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,8 @@ def on_files(files, config):
     for study in STUDIES:
         for png in sorted((ROOT / "results" / "studies" / study).glob("*.png")):
             files.append(File.generated(config, f"figures/study-{study}-{png.name}", abs_src_path=str(png)))
+    for png in sorted((ROOT / "results" / "forks").glob("*/*.png")):
+        files.append(File.generated(config, f"figures/fork-{png.parent.name}-{png.name}", abs_src_path=str(png)))
     return files
 
 
