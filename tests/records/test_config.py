@@ -36,12 +36,15 @@ STUDIES = sorted(ROOT.glob("results/studies/*/grid.yaml"))
 
 
 @pytest.mark.parametrize("grid", STUDIES, ids=lambda p: p.parent.name)
-def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(grid):
+def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(grid, monkeypatch):
     """A grid as users write it (`timeout`, `agents`, `rounds`, protocol parameters beside run settings)
-    still makes the very configuration each committed point ran: the same hash, so the study resumes."""
+    still makes the very configuration each committed point ran: the same hash, so the study resumes.
+    Run, as the studies were, from the repository root."""
     from debatekit import sweep
-    from debatekit.sweep.grid import reused_point
+    from debatekit.sweep.execute import _point_to_folder
     from debatekit.sweep.guard import check_points
+
+    monkeypatch.chdir(ROOT)
 
     data = sweep.load_grid(grid)
     points = sweep.expand_grid(data)
@@ -54,11 +57,9 @@ def test_a_committed_studys_points_build_the_configurations_its_runs_recorded(gr
         update = {"model": config.model or record["model"]}
         if "plan" in data:  # a study with looks runs each point to its look, not to the plan's limit
             update["limit"] = record["config"]["limit"]
-        named = reused_point(config.params.get("reuse"), points)
-        if named is not None:  # the sweep runs a vote that names a debate point with that point's run folder
-            recorded = record["config"]["params"]["reuse"]
-            assert Path(recorded).name == named.id, point.id
-            update["params"] = {**config.params, "reuse": recorded}
+        args = {"config": {"params": config.params}}
+        _point_to_folder(args, points, grid.parent)  # a vote naming a debate point runs with that point's folder
+        update["params"] = args["config"]["params"]
         assert config_hash(config.model_copy(update=update)) == record["config_hash"], point.id
         ran += 1
     assert ran
