@@ -6,7 +6,10 @@
 Two configurations are paired on (item, seed). A pair where either side has no answer
 (status `error` or `failed`) or that only one side ran is left out and counted. The difference
 in accuracy gets a bootstrap 95% interval that resamples items, then seeds within an item;
-the exact McNemar test is a two-sided binomial test on the discordant pairs (scipy.stats).
+the exact McNemar test is a two-sided binomial test on the discordant pairs (scipy.stats). With one
+seed, each row also has Tango's score interval of the difference (`score_low`, `score_high`,
+`intervals.paired_score_ci`), which unlike the bootstrap does not shrink to [0, 0] when no pair is
+discordant: quote it where few pairs differ.
 Where two configurations do not separate, what the null rules out is an interval, not a power
 figure: each row has the 90% t-interval of the paired difference over items (`low90`, `high90`)
 and the p-value of two one-sided tests (TOST, statsmodels) against an equivalence margin
@@ -26,12 +29,12 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from debatekit.analysis.intervals import N_BOOT, nested_bootstrap_ci
+from debatekit.analysis.intervals import N_BOOT, nested_bootstrap_ci, paired_score_ci
 from debatekit.records.schemas import ANSWERED
 
 COLUMNS = ["config", "baseline", "pairs", "left_out", "seeds", "accuracy", "baseline_accuracy", "difference",
            "low", "high", "only_config", "only_baseline", "p_mcnemar", "completion_tokens",
-           "baseline_completion_tokens", "low90", "high90", "margin", "p_tost"]
+           "baseline_completion_tokens", "low90", "high90", "margin", "p_tost", "score_low", "score_high"]
 EQUIVALENCE_MARGIN = 0.10
 """The accuracy difference (either way) within which two configurations count as equivalent, unless a
 study states its own (`primary.margin` in its grid)."""
@@ -144,7 +147,9 @@ def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = 
         baseline_accuracy on the pairs, difference (config minus baseline) with its 95% interval
         low/high, only_config and only_baseline (pairs only one got right), p_mcnemar,
         completion tokens per item of each side, and the 90% t-interval of the difference
-        (low90/high90) with the TOST p-value against +-margin (`equivalence`).
+        (low90/high90) with the TOST p-value against +-margin (`equivalence`), and Tango's 95% score
+        interval of the difference (score_low/score_high; nan with several seeds, whose pairs are
+        not independent).
 
     Raises:
         ValueError: an unknown baseline, or fewer than two configurations.
@@ -198,13 +203,16 @@ def _pair(side: pd.DataFrame, base: pd.DataFrame, label: str, baseline: str, n_b
     mean, low, high = nested_bootstrap_ci(groups, n_boot=n_boot, seed=seed)
     low90, high90, p_tost = equivalence([sum(g) / len(g) for g in groups], margin)
     only_a, only_b = int((a & ~b).sum()), int((b & ~a).sum())
+    seeds = int(pairs["_seed"].nunique())
+    score = paired_score_ci(only_a, only_b, len(pairs)) if seeds <= 1 else (math.nan, math.nan)
     return {"config": label, "baseline": baseline, "pairs": len(pairs), "left_out": int((~usable).sum()),
-            "seeds": int(pairs["_seed"].nunique()), "accuracy": _mean(a), "baseline_accuracy": _mean(b),
+            "seeds": seeds, "accuracy": _mean(a), "baseline_accuracy": _mean(b),
             "difference": mean, "low": low, "high": high, "only_config": only_a, "only_baseline": only_b,
             "p_mcnemar": mcnemar_exact(only_a, only_b),
             "completion_tokens": _mean(pairs["completion_tokens"]),
             "baseline_completion_tokens": _mean(pairs["completion_tokens_b"]),
-            "low90": low90, "high90": high90, "margin": margin, "p_tost": p_tost}
+            "low90": low90, "high90": high90, "margin": margin, "p_tost": p_tost,
+            "score_low": score[0], "score_high": score[1]}
 
 
 def _mean(series: pd.Series) -> float:

@@ -9,11 +9,11 @@ import json
 import numpy as np
 import pandas as pd
 import pytest
-from scipy.stats import binom, t as student
+from scipy.stats import binom, norm, t as student
 
 from debatekit.analysis import Tables, study
-from debatekit.analysis.intervals import nested_bootstrap_ci
-from debatekit.analysis.paired import equivalence
+from debatekit.analysis.intervals import nested_bootstrap_ci, paired_score_ci
+from debatekit.analysis.paired import compare, equivalence
 from debatekit.datasets.voting import majority, tied_answers
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
@@ -46,6 +46,48 @@ def test_reconciles_interval_against_one_agent_ends_at_zero_for_every_seed():
 def test_several_seeds_per_item_still_get_a_monte_carlo_interval():
     mean, low, high = nested_bootstrap_ci([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0], [1.0, 0.5]], n_boot=2000)
     assert mean == pytest.approx(0.5625) and 0 <= low < mean < high <= 1
+
+
+# --- Tango's score interval for paired proportions -------------------------------------------------
+
+
+def _tango(only_a, only_b, n, d):
+    """Tango's score statistic at difference d, its nuisance share found by maximising the likelihood
+    on a fine grid rather than by the closed form the code uses."""
+    q = np.linspace(max(0.0, -d), (1 - d) / 2, 200_001)[1:-1]  # P(only b); P(only a) = q + d; both fit in 1
+    loglik = only_a * np.log(q + d) + only_b * np.log(q) + (n - only_a - only_b) * np.log(1 - 2 * q - d)
+    best = q[np.argmax(loglik)]
+    return (only_a - only_b - n * d) / np.sqrt(n * (2 * best + d * (1 - d)))
+
+
+@pytest.mark.parametrize("only_a, only_b, n", [(1, 7, 21), (40, 20, 160), (3, 0, 10), (2, 2, 10)])
+def test_the_score_interval_ends_where_tangos_statistic_reaches_the_normal_quantile(only_a, only_b, n):
+    low, high = paired_score_ci(only_a, only_b, n)
+    z = norm.ppf(0.975)
+    assert low < (only_a - only_b) / n < high
+    assert _tango(only_a, only_b, n, low) == pytest.approx(z, abs=1e-3)
+    assert _tango(only_a, only_b, n, high) == pytest.approx(-z, abs=1e-3)
+
+
+def test_the_score_interval_does_not_collapse_without_discordant_pairs():
+    z2 = norm.ppf(0.975) ** 2
+    assert paired_score_ci(0, 0, 10) == pytest.approx((-z2 / (10 + z2), z2 / (10 + z2)))
+    assert paired_score_ci(10, 0, 10)[1] == 1.0 and paired_score_ci(0, 10, 10)[0] == -1.0
+    # the bootstrap over the same ten alike pairs is the point itself
+    assert nested_bootstrap_ci([[0.0]] * 10) == (0.0, 0.0, 0.0)
+    with pytest.raises(ValueError, match="do not fit"):
+        paired_score_ci(6, 5, 10)
+
+
+def test_compare_gives_the_score_interval_with_one_seed_and_none_with_several():
+    rows = [{"protocol": p, "item_id": f"i{i}", "seed": 0, "correct": True, "status": "ok", "completion_tokens": 1}
+            for p in ("a", "b") for i in range(10)]
+    row = compare(pd.DataFrame(rows), baseline="a", n_boot=100).iloc[0]
+    assert (row.low, row.high) == (0.0, 0.0)
+    assert (row.score_low, row.score_high) == pytest.approx(paired_score_ci(0, 0, 10))
+    seeded = [r | {"seed": s} for r in rows for s in range(2)]
+    row = compare(pd.DataFrame(seeded), baseline="a", n_boot=100).iloc[0]
+    assert np.isnan(row.score_low) and np.isnan(row.score_high)
 
 
 # --- what a null rules out: the 90% interval and TOST ----------------------------------------------
