@@ -235,7 +235,16 @@ def format_comparison(table: pd.DataFrame) -> str:
     over = "items" if seeds <= 1 else f"items, then {seeds} seeds within each item"
     title = (f"paired against {table['baseline'].iloc[0]} (accuracy difference on the items both answered; "
              f"95% bootstrap interval over {over}; exact McNemar test):")
-    return "\n".join([title, *lines])
+    return "\n".join([title, *lines, *_alike_notes(table)])
+
+
+def _alike_notes(table: pd.DataFrame) -> list[str]:
+    """A line per row whose pairs all agree: its bootstrap interval is the point itself, which rules out
+    nothing; Tango's score interval says what that many alike pairs do rule out."""
+    return [f"{r.config}: no pair decided differently, so the bootstrap interval is a point; Tango's 95% score "
+            f"interval is [{r.score_low:+.2f}, {r.score_high:+.2f}]"
+            for r in table.itertuples() if r.only_config + r.only_baseline == 0 and r.pairs
+            and r.score_low == r.score_low]
 
 
 def paired_lines(table: pd.DataFrame, lead: dict[str, str]) -> list[str]:

@@ -13,7 +13,7 @@ from scipy.stats import binom, norm, t as student
 
 from debatekit.analysis import Tables, study
 from debatekit.analysis.intervals import nested_bootstrap_ci, paired_score_ci
-from debatekit.analysis.paired import compare, equivalence
+from debatekit.analysis.paired import compare, equivalence, format_comparison
 from debatekit.datasets.voting import majority, tied_answers
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
@@ -85,6 +85,9 @@ def test_compare_gives_the_score_interval_with_one_seed_and_none_with_several():
     row = compare(pd.DataFrame(rows), baseline="a", n_boot=100).iloc[0]
     assert (row.low, row.high) == (0.0, 0.0)
     assert (row.score_low, row.score_high) == pytest.approx(paired_score_ci(0, 0, 10))
+    assert format_comparison(compare(pd.DataFrame(rows), baseline="a", n_boot=100)).splitlines()[-1] == (
+        "b: no pair decided differently, so the bootstrap interval is a point; Tango's 95% score interval is "
+        "[-0.28, +0.28]")
     seeded = [r | {"seed": s} for r in rows for s in range(2)]
     row = compare(pd.DataFrame(seeded), baseline="a", n_boot=100).iloc[0]
     assert np.isnan(row.score_low) and np.isnan(row.score_high)
