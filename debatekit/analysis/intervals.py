@@ -10,8 +10,8 @@ smallest mean with at least that share of the draws at or below it).
 
 A bootstrap interval can only move where the items do: with no discordant pair it is [0, 0]. For one
 answer per item on each side, `paired_score_ci` gives Tango's score interval for the difference of
-two paired proportions, which stays honest there (0 of 10 discordant pairs rules out about +-0.28,
-not everything)."""
+two paired proportions, which stays honest there (with 0 of 10 pairs discordant it rules out only differences
+beyond +-0.28, where the bootstrap's [0, 0] would rule out every difference but zero)."""
 
 from __future__ import annotations
 
@@ -66,17 +66,20 @@ def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT,
 
 def paired_score_ci(only_a: int, only_b: int, pairs: int, level: float = 0.95) -> tuple[float, float]:
     """Tango's asymptotic score interval for p_a - p_b, two proportions measured on the same `pairs`
-    (Tango 1998, Statistics in Medicine 17:891-908; recommended by Fagerland, Lydersen and Laake 2013):
+    (Tango 1998, Statistics in Medicine 17:891-908; among the intervals Fagerland, Lydersen and Laake
+recommend, Statistics in Medicine 2014, 33:2850-2875):
     `only_a` pairs where only a succeeded, `only_b` where only b did.
 
     The interval holds every difference d whose score statistic
     (only_a - only_b - pairs * d) / sqrt(pairs * (2 q + d (1 - d))) lies within the normal quantile,
-    q being the most likely share of only-b pairs given d. Unlike a bootstrap over the pairs it is
-    not empty when no pair is discordant: then it is +-z^2 / (pairs + z^2). (nan, nan) with no pairs.
+    q being the most likely share of only-b pairs given d. Where no pair is discordant a bootstrap over
+    the pairs is the single point 0; this interval is +-z^2 / (pairs + z^2). (nan, nan) with no pairs.
     """
     from scipy.optimize import brentq
     from scipy.stats import norm
 
+    if not 0 < level < 1:
+        raise ValueError(f"the interval's level is a share between 0 and 1, got {level}")
     if pairs <= 0:
         return (math.nan, math.nan)
     if not 0 <= only_a + only_b <= pairs or min(only_a, only_b) < 0:
@@ -84,9 +87,10 @@ def paired_score_ci(only_a: int, only_b: int, pairs: int, level: float = 0.95) -
     z = float(norm.ppf(0.5 + level / 2))
     estimate = (only_a - only_b) / pairs
 
-    def score(d: float) -> float:  # falls from +inf near d = -1 to -inf near d = 1, 0 at the estimate
+    def score(d: float) -> float:  # does not rise with d; 0 at the estimate
         linear = -only_a - only_b + (2 * pairs - only_a + only_b) * d  # q: the root of a quadratic in q
-        q = (math.sqrt(linear ** 2 + 8 * pairs * only_b * d * (1 - d)) - linear) / (4 * pairs)
+        root = max(0.0, linear ** 2 + 8 * pairs * only_b * d * (1 - d))  # rounds below 0 near d = -1
+        q = (math.sqrt(root) - linear) / (4 * pairs)
         variance = pairs * (2 * q + d * (1 - d))
         numerator = only_a - only_b - pairs * d
         return 0.0 if variance <= 0 else numerator / math.sqrt(variance)

@@ -69,6 +69,23 @@ def test_the_score_interval_ends_where_tangos_statistic_reaches_the_normal_quant
     assert _tango(only_a, only_b, n, high) == pytest.approx(-z, abs=1e-3)
 
 
+def test_the_score_interval_matches_a_published_one_and_heeds_its_level():
+    # Cavo et al. 2012 (59 both, 6 only before, 16 only after, 80 neither): Tango's interval as the
+    # R package of Fagerland, Lydersen and Laake's book prints it, -0.1240 to -0.0054
+    assert paired_score_ci(6, 16, 161) == pytest.approx((-0.1240, -0.0054), abs=5e-5)
+    low99, high99 = paired_score_ci(6, 16, 161, level=0.99)
+    assert low99 < -0.1240 and high99 > -0.0054
+    assert _tango(6, 16, 161, low99) == pytest.approx(norm.ppf(0.995), abs=1e-3)
+    with pytest.raises(ValueError, match="level"):
+        paired_score_ci(6, 16, 161, level=95)
+
+
+def test_the_score_interval_of_a_large_one_sided_table_mirrors_its_twin():
+    # every pair only b's, thousands of them: the square root's argument rounds below zero near d = -1
+    low, high = paired_score_ci(0, 2102, 2102)
+    assert (low, high) == pytest.approx(tuple(-v for v in reversed(paired_score_ci(2102, 0, 2102))))
+
+
 def test_the_score_interval_does_not_collapse_without_discordant_pairs():
     z2 = norm.ppf(0.975) ** 2
     assert paired_score_ci(0, 0, 10) == pytest.approx((-z2 / (10 + z2), z2 / (10 + z2)))
@@ -88,6 +105,10 @@ def test_compare_gives_the_score_interval_with_one_seed_and_none_with_several():
     assert format_comparison(compare(pd.DataFrame(rows), baseline="a", n_boot=100)).splitlines()[-1] == (
         "b: no pair decided differently, so the bootstrap interval is a point; Tango's 95% score interval is "
         "[-0.28, +0.28]")
+    wrong = [r | {"correct": r["protocol"] == "b" or r["item_id"] != "i0"} for r in rows]  # a misses i0 only
+    row = compare(pd.DataFrame(wrong), baseline="a", n_boot=100).iloc[0]
+    assert (row.score_low, row.score_high) == pytest.approx(paired_score_ci(1, 0, 10))
+    assert row.score_low < 0.1 < row.score_high
     seeded = [r | {"seed": s} for r in rows for s in range(2)]
     row = compare(pd.DataFrame(seeded), baseline="a", n_boot=100).iloc[0]
     assert np.isnan(row.score_low) and np.isnan(row.score_high)
