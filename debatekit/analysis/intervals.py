@@ -10,8 +10,8 @@ smallest mean with at least that share of the draws at or below it).
 
 A bootstrap interval can only move where the items do: with no discordant pair it is [0, 0]. For one
 answer per item on each side, `paired_score_ci` gives Tango's score interval for the difference of
-two paired proportions, which stays honest there (with 0 of 10 pairs discordant it rules out only differences
-beyond +-0.28, where the bootstrap's [0, 0] would rule out every difference but zero)."""
+two paired proportions, which stays honest there: with 0 of 10 pairs discordant it rules out only
+differences beyond +-0.28, where the bootstrap's [0, 0] would rule out every difference but zero."""
 
 from __future__ import annotations
 
@@ -67,8 +67,8 @@ def nested_bootstrap_ci(groups: Sequence[Sequence[float]], n_boot: int = N_BOOT,
 def paired_score_ci(only_a: int, only_b: int, pairs: int, level: float = 0.95) -> tuple[float, float]:
     """Tango's asymptotic score interval for p_a - p_b, two proportions measured on the same `pairs`
     (Tango 1998, Statistics in Medicine 17:891-908; among the intervals Fagerland, Lydersen and Laake
-recommend, Statistics in Medicine 2014, 33:2850-2875):
-    `only_a` pairs where only a succeeded, `only_b` where only b did.
+    recommend, Statistics in Medicine 2014, 33:2850-2875): `only_a` pairs where only a succeeded,
+    `only_b` where only b did.
 
     The interval holds every difference d whose score statistic
     (only_a - only_b - pairs * d) / sqrt(pairs * (2 q + d (1 - d))) lies within the normal quantile,
