@@ -99,10 +99,14 @@ def test_run_of_several_protocols_prints_each_against_the_first(tmp_path, capsys
                  "--limit", "20", "--model", model, "--out", str(tmp_path / "runs"), "--quiet"]) == 0
     out = capsys.readouterr().out
     block = out[out.index("paired against single"):]
-    rows = {line.split()[0]: line for line in block.splitlines()[3:]}
+    lines = block.splitlines()
+    rows = {line.split()[0]: line for line in lines[3:5]}
     assert set(rows) == {"self_consistency", "society_of_mind"}
-    # the same model answers the same items right whatever the protocol: no discordant pair
+    # the same model answers the same items right whatever the protocol: no discordant pair, so the
+    # bootstrap interval is a point and a line under the table gives what 20 alike pairs rule out
     assert all(" +0.00 [+0.00, +0.00] " in line and " 1 " in line for line in rows.values())
+    assert lines[5:] == [f"{name}: no pair decided differently, so the bootstrap interval is a point; Tango's 95% "
+                         "score interval is [-0.16, +0.16]" for name in rows]
 
 
 def test_compare_refuses_a_baseline_that_is_not_there(tmp_path, capsys):
