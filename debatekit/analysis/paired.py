@@ -244,7 +244,7 @@ def _alike_notes(table: pd.DataFrame) -> list[str]:
     return [f"{r.config}: no pair decided differently, so the bootstrap interval is a point; Tango's 95% score "
             f"interval is [{r.score_low:+.2f}, {r.score_high:+.2f}]"
             for r in table.itertuples() if r.only_config + r.only_baseline == 0 and r.pairs
-            and r.score_low == r.score_low]
+            and not math.isnan(r.score_low)]
 
 
 def paired_lines(table: pd.DataFrame, lead: dict[str, str]) -> list[str]:

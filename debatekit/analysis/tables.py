@@ -32,6 +32,16 @@ class Tables:
     rounds: pd.DataFrame
     turns: pd.DataFrame
 
+    def only(self, items: Iterable) -> "Tables":
+        """The same tables restricted to the debates of `items` (item ids), rounds and calls included,
+        so that runs compared against each other pair the same debates."""
+        items = set(items)
+        debates = self.debates[self.debates["item_id"].isin(items)]
+        keep = set(debates["debate_id"])
+        rounds = self.rounds[self.rounds["debate_id"].isin(keep)] if not self.rounds.empty else self.rounds
+        turns = self.turns[self.turns["debate_id"].isin(keep)] if "debate_id" in self.turns else self.turns
+        return Tables(self.runs, debates, rounds, turns)
+
 
 def summarize(debates: Iterable[DebateRecord]) -> dict:
     """Run summary: accuracy with a bootstrap 95% interval (over items, then seeds), dynamics, cost.

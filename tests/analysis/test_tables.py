@@ -114,6 +114,24 @@ def test_the_rounds_table_says_which_model_each_agent_used(tmp_path, arithmetic_
     assert len(rounds) == 2 * 2 * 3 and rounds["model"].notna().all()
 
 
+def test_only_keeps_the_debates_rounds_and_calls_of_the_items_named(tmp_path, arithmetic_file, model_from):
+    from debatekit.analysis import load_runs
+    from debatekit.records.schemas import RunConfig
+    from debatekit.runner import run
+
+    model = model_from(lambda req: {"reasoning": "sum", "answer": 10})
+    result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=2, model=model,
+                           params={"agents": 3, "rounds": 2, "stop_on_agreement": False}), tmp_path / "r",
+                 progress=False)
+    tables = load_runs([result.path])
+    first, second = sorted(tables.debates["item_id"])
+    kept = tables.only([first])
+    assert list(kept.debates["item_id"]) == [first]
+    assert set(kept.rounds["item_id"]) == {first} and len(kept.rounds) == 2 * 3
+    assert set(kept.turns["item_id"]) == {first} and len(kept.turns) == len(tables.turns) // 2
+    assert kept.runs.equals(tables.runs) and tables.only([]).debates.empty
+
+
 def test_the_study_table_quotes_each_runs_own_accuracy_interval():
     """The report's table (`config_table`) and a run's summary (run.json, `--status`) give one
     interval, not two that differ in the second decimal (they resampled 1,000 and 2,000 times until

@@ -45,7 +45,7 @@ def summarise() -> dict:
 
     runs = {name: load_runs([HERE / name]) for name in [CONTROL, *FORKS]}
     shared = set.intersection(*(set(t.debates["item_id"]) for t in runs.values()))
-    runs = {name: _only(t, shared) for name, t in runs.items()}
+    runs = {name: t.only(shared) for name, t in runs.items()}
     parent = {d.item_id: d for d in RunFolder(PARENT).debates()}
     wrong = {i: wrong_answer(SimpleNamespace(answer=parent[i].truth), parent[i]) for i in shared}
     summary: dict = {"items": len(shared), "parent": PARENT.relative_to(ROOT).as_posix(),
@@ -55,7 +55,7 @@ def summarise() -> dict:
         summary["runs"][name] = {"debates": len(tables.debates), "answered": len(d),
                                  "accuracy": float(d["correct"].astype(bool).mean()),
                                  "conformity": _records(conformity_summary(tables.rounds, by=()))}
-    parent_tables = _only(load_runs([PARENT]), shared)
+    parent_tables = load_runs([PARENT]).only(shared)
     summary["identity_vs_parent"] = _records(fork_effect(runs[CONTROL], parent_tables).accuracy)[0]
     for name, push in FORKS.items():
         pushed = wrong if push == "wrong" else "truth"
@@ -72,26 +72,18 @@ def _gives(fork, control, wrong: dict | None) -> list[dict]:
     the adversary's compliance; with the replaced reply, agent1's own accuracy (it read its own reply)."""
     from debatekit.datasets.voting import answers_equal
 
+    targets = {side: wrong if wrong is not None else dict(zip(t.debates["item_id"], t.debates["truth"]))
+               for side, t in (("fork", fork), ("control", control))}
     rows = []
     for r in (2, 3):
         row = {"round": r}
         for side, tables in (("fork", fork), ("control", control)):
             said = tables.rounds[(tables.rounds["agent"] == "agent1") & (tables.rounds["round"] == r)]
-            truth = dict(zip(tables.debates["item_id"], tables.debates["truth"]))
-            target = wrong if wrong is not None else truth
-            hits = [answers_equal(a, target[i]) for i, a in zip(said["item_id"], said["answer"]) if a is not None]
+            hits = [answers_equal(a, targets[side][i]) for i, a in zip(said["item_id"], said["answer"])
+                    if a is not None]
             row |= {f"{side}_gives": int(sum(hits)), f"{side}_answers": len(hits)}
         rows.append(row)
     return rows
-
-
-def _only(tables, items: set):
-    """The tables restricted to `items`, so that every comparison pairs the same debates."""
-    from debatekit.analysis.tables import Tables
-
-    keep = tables.debates["debate_id"][tables.debates["item_id"].isin(items)]
-    return Tables(tables.runs, tables.debates[tables.debates["item_id"].isin(items)],
-                  tables.rounds[tables.rounds["debate_id"].isin(keep)], tables.turns)
 
 
 def _records(frame) -> list[dict]:
