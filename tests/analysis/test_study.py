@@ -304,3 +304,18 @@ def test_the_notebooks_conformity_cell_reads_the_committed_gsm8k_study():
     assert table["config"].tolist() == ["society_of_mind"] * 2
     assert table[["from_round", "to_round", "transitions"]].values.tolist() == [[1, 2, 297], [2, 3, 299]]
     assert table["zero_inside"].tolist() == [True, False]
+
+
+def test_the_headline_figure_of_a_study_with_no_one_agent_arm_pairs_against_the_vote():
+    """The replication runs no `single` arm: its headline figure draws the debate against the vote,
+    not an empty plot (it did, when the figure read only the rows against one agent)."""
+    root = Path(__file__).resolve().parents[2]
+    tables, labels = study.load(root / "results" / "studies" / "replication")
+    against_single = study.paired(tables, labels, "single")
+    against_vote = study.paired(tables, labels, "self_consistency")
+    assert against_single.empty
+    drawn = study.headline(against_single, against_vote)
+    assert "society_of_mind" in set(drawn["config"]) and set(drawn["baseline"]) == {"self_consistency"}
+    tables_gsm8k, labels_gsm8k = study.load(root / "results" / "studies" / "gsm8k")
+    first = study.paired(tables_gsm8k, labels_gsm8k, "single")
+    assert study.headline(first, against_vote) is first  # a study with one agent keeps its figure

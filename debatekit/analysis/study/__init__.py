@@ -16,6 +16,7 @@ loaded tables, so a test can check it on a scripted sweep.
     sweep.plan.registered("results/studies/gsm8k")  # the grid's `primary` comparison, or None (sweep layer)
     study.primary(tables, labels, registered)  # that comparison alone: difference, 95% and 90% intervals, TOST
     study.holm({"against single": rows, ...})  # Holm-adjusted p over the report's exploratory comparisons
+    study.headline(against_single, against_vote)  # the rows the headline figure draws: the first that has any
     study.ties(tables, labels)                 # each vote's tied items and its accuracy under any tie-break
 
 The report's statistics: every paired difference has a 95% bootstrap interval over items
@@ -27,14 +28,14 @@ is tested alone, at 0.05, before them. `rules_out` (the power of the exact test 
 seen) is a planning tool: how many items a next study needs, not what this one ruled out.
 """
 
-from debatekit.analysis.study.comparisons import (ALPHA, distinct, equivalence, holm, margin_of, paired, primary,
-                                                  primary_pairs, resolve, rules_out)
+from debatekit.analysis.study.comparisons import (ALPHA, distinct, equivalence, headline, holm, margin_of, paired,
+                                                  primary, primary_pairs, resolve, rules_out)
 from debatekit.analysis.study.dynamics import VOTES, round_dynamics, ties, turning_points, vote_curve
 from debatekit.analysis.study.report import conclusion
 from debatekit.analysis.study.runs import (COMPUTE, CUT_OFF, DEBATE, arms, compute, costs, decomposition, labelled,
                                            load, provenance, shared_samples)
 
 __all__ = ["ALPHA", "COMPUTE", "CUT_OFF", "DEBATE", "VOTES", "arms", "compute", "conclusion", "costs", "decomposition",
-           "distinct", "equivalence", "holm", "labelled", "load", "margin_of", "paired", "primary", "primary_pairs",
-           "provenance", "resolve", "round_dynamics", "rules_out", "shared_samples", "ties", "turning_points",
-           "vote_curve"]
+           "distinct", "equivalence", "headline", "holm", "labelled", "load", "margin_of", "paired",
+           "primary", "primary_pairs", "provenance", "resolve", "round_dynamics", "rules_out",
+           "shared_samples", "ties", "turning_points", "vote_curve"]

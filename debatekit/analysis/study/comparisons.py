@@ -143,6 +143,12 @@ def holm(families: dict[str, pd.DataFrame], exclude: tuple[str, str] | None = No
 ALPHA = 0.05
 
 
+def headline(*tables: pd.DataFrame) -> pd.DataFrame:
+    """The paired rows the report's headline figure draws: the first of `tables` that has any (against one
+    agent, then against the vote), so that a study with no one-agent arm draws its comparison, not an empty plot."""
+    return next((t for t in tables if len(t)), tables[-1])
+
+
 def distinct(rows: pd.DataFrame) -> pd.DataFrame:
     """`paired` rows less a `X debate@t` row that repeats its run's own row `X`: the run's answer is
     its last round's majority, so its debate@<last round> says the same."""
