@@ -27,7 +27,7 @@ NOTEBOOKS = {
     "notebooks/study-first10.ipynb": "results/studies/gsm8k-first10/study.ipynb",
 }
 PLOTLY_JS = "assets/plotly.min.js"
-STUDIES = ("gsm8k", "commonsenseqa")
+STUDIES = ("gsm8k", "commonsenseqa", "replication")
 """Committed studies whose figures (`paired.png`, `cost.png`) the study page shows, as `figures/study-NAME-FILE`."""
 
 
