@@ -8,6 +8,7 @@ as the answer is known:
     design.efficacy()       # two-sided z boundaries, one per look: 3.71, 2.51, 1.99
     design.equivalence()    # one-sided z boundaries of each of the two TOST tests
     sequential.decide(design, look=1, only_config=12, only_baseline=3, pairs=50)
+    sequential.decide(...).repeated_interval()  # the difference's interval that allows for the looks
 
 Boundaries spend alpha with Lan and DeMets' O'Brien-Fleming-type function (Lan & DeMets 1983,
 Biometrika 70:659), computed exactly for the looks' information fractions (each look's share of
@@ -124,6 +125,17 @@ class Look:
     tost_high: float
     equivalence_boundary: float
     decision: str
+
+    def repeated_interval(self) -> tuple[float, float]:
+        """The repeated confidence interval of this look (Jennison & Turnbull 2000, *Group Sequential
+        Methods*, ch. 9): the difference plus or minus the look's efficacy boundary times its standard
+        error (the same per-item variance as `statistics`, without the continuity correction). Its
+        coverage holds over all the looks at once, so it stays valid whichever look stopped the study,
+        which a plain interval at the stopping look does not."""
+        n = self.pairs
+        d = (self.only_config - self.only_baseline) / n
+        se = math.sqrt(max(((self.only_config + self.only_baseline) / n - d * d) * n / max(n - 1, 1), 0.0) / n)
+        return d - self.efficacy_boundary * se, d + self.efficacy_boundary * se
 
 
 def statistics(only_config, only_baseline, pairs, margin: float):

@@ -51,6 +51,19 @@ def test_decisions_at_a_look():
     assert last.equivalence_boundary == pytest.approx(sequential.at_look(design.equivalence()[2], 150))
 
 
+def test_the_repeated_interval_widens_the_difference_by_the_looks_boundary():
+    design = sequential.Design(looks=(50, 100, 150))
+    # the replication's second look: 4 items only the debate got right, 17 only the vote, of 100
+    look = sequential.decide(design, look=2, only_config=4, only_baseline=17, pairs=100)
+    se = math.sqrt((0.21 - 0.13 ** 2) * 100 / 99 / 100)  # 0.0442
+    low, high = look.repeated_interval()
+    assert (low + high) / 2 == pytest.approx(-0.13) and high - low == pytest.approx(2 * look.efficacy_boundary * se)
+    assert (round(low, 3), round(high, 3)) == (-0.243, -0.017)
+    first = sequential.decide(design, look=1, only_config=4, only_baseline=17, pairs=100)  # same table, earlier look
+    assert first.repeated_interval()[0] < low and first.repeated_interval()[1] > high  # a stricter boundary: wider
+    assert sequential.decide(design, 1, 0, 0, 50).repeated_interval() == (0.0, 0.0)  # no discordant item: no spread
+
+
 def test_the_error_rates_stay_at_or_below_alpha_by_simulation():
     design = sequential.Design(looks=(50, 100, 150))
     sims, slack = 6000, 3 * math.sqrt(0.05 * 0.95 / 6000)
