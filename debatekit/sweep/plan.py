@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import asdict
+from dataclasses import asdict, fields
 from pathlib import Path
 
 from debatekit._base import files
@@ -135,6 +135,20 @@ def record_look(out: Path | str, found, plan: dict) -> list[dict]:
     entry = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(found).items()}
     looks.append({**entry, "planned_items": plan["looks"][found.look - 1]})  # JSON has no infinity: None
     files.write_text(path, json.dumps(looks, indent=2, default=str) + "\n")
+    return looks
+
+
+def read_looks(out: Path | str) -> list[dict]:
+    """The looks recorded in `looks.json` ([] before the first), each with its repeated confidence interval
+    (`rci_low`, `rci_high`: `sequential.Look.repeated_interval`), the interval of the difference that holds
+    whichever look stops the study."""
+    from debatekit.analysis import sequential
+
+    path = Path(out) / LOOKS
+    looks = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    for entry in looks:
+        low, high = sequential.Look(**{f.name: entry.get(f.name) for f in fields(sequential.Look)}).repeated_interval()
+        entry |= {"rci_low": low, "rci_high": high}
     return looks
 
 

@@ -64,6 +64,17 @@ def test_the_repeated_interval_widens_the_difference_by_the_looks_boundary():
     assert sequential.decide(design, 1, 0, 0, 50).repeated_interval() == (0.0, 0.0)  # no discordant item: no spread
 
 
+def test_the_recorded_looks_carry_their_repeated_intervals():
+    from pathlib import Path
+
+    replication = Path(__file__).resolve().parents[2] / "results" / "studies" / "replication"
+    looks = planning.read_looks(replication)
+    assert [entry["decision"] for entry in looks] == ["continue", "different"]
+    assert (round(looks[1]["rci_low"], 3), round(looks[1]["rci_high"], 3)) == (-0.243, -0.017)
+    assert looks[0]["rci_low"] < -0.12 < looks[0]["rci_high"] and looks[0]["rci_high"] > 0  # look 1 went on
+    assert planning.read_looks(replication / "no-such-study") == []
+
+
 def test_the_error_rates_stay_at_or_below_alpha_by_simulation():
     design = sequential.Design(looks=(50, 100, 150))
     sims, slack = 6000, 3 * math.sqrt(0.05 * 0.95 / 6000)
