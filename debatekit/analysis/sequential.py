@@ -132,10 +132,16 @@ class Look:
         error (the same per-item variance as `statistics`, without the continuity correction). Its
         coverage holds over all the looks at once, so it stays valid whichever look stopped the study,
         which a plain interval at the stopping look does not."""
-        n = self.pairs
-        d = (self.only_config - self.only_baseline) / n
-        se = math.sqrt(max(((self.only_config + self.only_baseline) / n - d * d) * n / max(n - 1, 1), 0.0) / n)
+        d, se = (float(v) for v in difference_and_se(self.only_config, self.only_baseline, self.pairs))
         return d - self.efficacy_boundary * se, d + self.efficacy_boundary * se
+
+
+def difference_and_se(only_config, only_baseline, pairs):
+    """The paired difference `d = (b - c) / n` and its standard error from the per-item variance
+    `((b + c) / n - d**2) * n / (n - 1)` (arrays work too)."""
+    b, c, n = (np.asarray(x, dtype=float) for x in (only_config, only_baseline, pairs))
+    d = (b - c) / n
+    return d, np.sqrt(np.maximum(((b + c) / n - d * d) * n / np.maximum(n - 1, 1), 0.0) / n)
 
 
 def statistics(only_config, only_baseline, pairs, margin: float):
@@ -146,10 +152,8 @@ def statistics(only_config, only_baseline, pairs, margin: float):
     correction: `(|d| - 1/n) / se` for efficacy, `(d + margin - 1/n) / se` and `(margin - d - 1/n) / se`
     for TOST), which keeps the type-I errors at or below alpha where the normal law is rough (few
     discordant items). With no spread (no discordant item) each is +-inf or 0, as its sign says."""
-    b, c, n = (np.asarray(x, dtype=float) for x in (only_config, only_baseline, pairs))
-    d = (b - c) / n
-    se = np.sqrt(np.maximum(((b + c) / n - d * d) * n / np.maximum(n - 1, 1), 0.0) / n)
-    step = 1 / n
+    d, se = difference_and_se(only_config, only_baseline, pairs)
+    step = 1 / np.asarray(pairs, dtype=float)
 
     def over(numerator):
         with np.errstate(divide="ignore", invalid="ignore"):

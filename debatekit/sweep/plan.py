@@ -130,8 +130,8 @@ def evaluate(out: Path | str, plan: dict, look: int):
 def record_look(out: Path | str, found, plan: dict) -> list[dict]:
     """Write look `found.look` to `looks.json` (replacing an earlier record of it) and return them all."""
     path = Path(out) / LOOKS
-    looks = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
-    looks = [entry for entry in looks if entry.get("look") != found.look and entry.get("look", 0) < found.look]
+    looks = [entry for entry in _recorded(path)
+             if entry.get("look") != found.look and entry.get("look", 0) < found.look]
     entry = {k: (v if not isinstance(v, float) or math.isfinite(v) else None) for k, v in asdict(found).items()}
     looks.append({**entry, "planned_items": plan["looks"][found.look - 1]})  # JSON has no infinity: None
     files.write_text(path, json.dumps(looks, indent=2, default=str) + "\n")
@@ -144,12 +144,15 @@ def read_looks(out: Path | str) -> list[dict]:
     whichever look stops the study."""
     from debatekit.analysis import sequential
 
-    path = Path(out) / LOOKS
-    looks = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
+    looks = _recorded(Path(out) / LOOKS)
     for entry in looks:
         low, high = sequential.Look(**{f.name: entry.get(f.name) for f in fields(sequential.Look)}).repeated_interval()
         entry |= {"rci_low": low, "rci_high": high}
     return looks
+
+
+def _recorded(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else []
 
 
 ESTIMATE_ITEMS = 10
