@@ -120,6 +120,10 @@ class ProtocolSpec:
     stop_reasons: dict[str, str] = field(default_factory=dict)
     """Its own stop reasons (name -> meaning), beside the shared `engine.STOP_REASONS`; a debate
     that ends with a reason in neither fails with a ProtocolError."""
+    shows_replies: bool = False
+    """Whether its agents read each other's earlier replies through `Debate.shown`, where a fork's
+    intervention can change them (`replace`, `hide`, `reorder`, `anonymise`); a fork of a protocol
+    that does not refuses those."""
     source: dict[str, Any] = field(default_factory=lambda: {"kind": "builtin"})
     """Where it came from: `{"kind": "builtin", "module": ...}`, `{"kind": "module", "module": ...}` (a
     module your code imported), `{"kind": "package", "package": ..., "version": ..., "entry_point":
@@ -243,7 +247,8 @@ def model_strings(value) -> list[str]:
 
 def protocol(name: str, item: type[BaseModel] = Item, *, output: type[BaseModel] | None = None,
              node: Node | None = None, flags: dict[str, str | None] | None = None, views: Views = Views(),
-             role: Role = Role(), stop_reasons: dict[str, str] | None = None, paper: str | None = None):
+             role: Role = Role(), stop_reasons: dict[str, str] | None = None, paper: str | None = None,
+             shows_replies: bool = False):
     """Register a protocol factory under `name`.
 
     Args:
@@ -258,6 +263,8 @@ def protocol(name: str, item: type[BaseModel] = Item, *, output: type[BaseModel]
         stop_reasons: its own stop reasons (name -> meaning) beside the shared `engine.STOP_REASONS`.
         paper: the paper or seed it implements, in a few words (the first column of
             `debatekit protocols`; its module docstring says the rest).
+        shows_replies: its agents read each other's earlier replies through `Debate.shown`, so that a
+            fork's intervention can change what they read.
 
     Shared parameter names: `agents` (the agents' names), `models` (agent name -> model),
     `judge_model` (the model of the judging or arbitrating agent), `rounds` (see `flags`).
@@ -274,7 +281,7 @@ def protocol(name: str, item: type[BaseModel] = Item, *, output: type[BaseModel]
         _protocols[name] = ProtocolSpec(
             name=name, factory=factory, item_model=item, description=doc.splitlines()[0] if doc else "",
             node=node, output=output, flags=flags or {}, views=views, role=role,
-            stop_reasons=stop_reasons or {}, source=dict(source), paper=paper)
+            stop_reasons=stop_reasons or {}, source=dict(source), paper=paper, shows_replies=shows_replies)
         return factory
 
     return register

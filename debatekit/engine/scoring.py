@@ -15,6 +15,7 @@ from typing import Any
 from debatekit._base.answer_kinds import first_of_same
 from debatekit.datasets.voting import answers_equal
 from debatekit.engine import Debate, Outcome
+from debatekit.models.errors import StopsRun
 from debatekit.records.schemas import CallEvent, DebateRecord
 from debatekit.records.storage import as_write_error
 
@@ -32,7 +33,8 @@ class CallFaults:
 
 
 async def run_debate(solver, item, debate: Debate, protocol: str, calls: CallFaults | None = None) -> DebateRecord:
-    """Run one debate and score it; any exception becomes a failed record, never a crashed run.
+    """Run one debate and score it; any exception becomes a failed record, never a crashed run,
+    except `StopsRun` (a call that no debate may go on from), which stops it.
 
     Status: `failed` (the protocol raised), `error` (no final answer, and some calls failed
     without a reply: not scored, whatever correctness or score the protocol gave the missing
@@ -42,6 +44,8 @@ async def run_debate(solver, item, debate: Debate, protocol: str, calls: CallFau
     status, error, outcome = "ok", None, Outcome()
     try:
         outcome = await solver(item, debate)
+    except StopsRun:
+        raise  # not this debate's fault alone: the run stops, this debate unrecorded
     except Exception as exc:  # noqa: BLE001 - recorded on the debate, the run goes on
         if (stop := as_write_error(exc)) is not None:
             raise stop from exc  # the run folder cannot be written: the run stops (not this item's fault)

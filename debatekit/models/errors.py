@@ -19,6 +19,11 @@ class ModelSetupError(RuntimeError):
     """A model that cannot be reached as configured (key, name, server, file); the message names it."""
 
 
+class StopsRun(RuntimeError):
+    """A fault of a call that no debate of the run may go on from (a fork asked its parent for a
+    reply the parent never recorded): the debate is not recorded, and the run stops, naming it."""
+
+
 class LocalModelError(RuntimeError):
     """The local model cannot be assembled, loaded or configured; the message says what to do
     (`debatekit.models.local.engine.LocalModelError`)."""

@@ -37,6 +37,7 @@ from typing import Iterable
 
 from debatekit.models.cache import asked as asked_of, prompt_hash, reply_record, request_key, served_key
 from debatekit.models.completion import Completion, add_usage
+from debatekit.models.errors import StopsRun
 from debatekit.models.gateway import Gateway
 from debatekit.models.model import Caller, Model
 
@@ -122,6 +123,8 @@ class Recorded(Gateway):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
         self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
+        self.stops_run = False
+        """Whether a call with no recorded reply stops the run (`NotRecordedError`) instead of failing."""
         self.lost: dict[tuple, dict] = {}
         """The last reply of each call repaired before repairs were recorded (its first reply is lost);
         played back in its place only with `lost_as_last`."""
@@ -202,6 +205,8 @@ class Recorded(Gateway):
                 self.live.append(asked[:5])
                 return await self.fallback._fetch(model, messages, params, fmt, timeout, done, caller)
             self.missing.append(asked[:5])
+            if self.stops_run:
+                raise NotRecordedError(asked[:5], why)
             return _not_recorded(done, caller, why)
         self.asked[asked] += 1
         call.setdefault("first", asked)
@@ -218,6 +223,16 @@ class Recorded(Gateway):
         return reply
 
 
+class NotRecordedError(StopsRun):
+    """A call a `Forked` gateway was asked to play back and has no reply for: the fork is no longer its
+    parent's debate. `where` is (item, seed, agent, phase, round)."""
+
+    def __init__(self, where: tuple, why: str):
+        item, _, agent, phase, round = where
+        super().__init__(f"{NOT_RECORDED}: {why} ({agent}, {phase}, round {round}, item {item})")
+        self.where, self.why = where, why
+
+
 def _not_recorded(done: Completion, where: Caller, what: str) -> None:
     """Fail a call that has no recorded reply to play back, saying why and where."""
     done.faults.append(NOT_RECORDED)
@@ -228,14 +243,17 @@ def _not_recorded(done: Completion, where: Caller, what: str) -> None:
 
 class Forked(Recorded):
     """A fork's gateway (`debatekit.sweep.forks`): a call of a round before `at_round` is answered from
-    the parent's call events, as `Recorded` answers it (one the parent did not record fails with
-    `error_kind` "not_recorded", and is listed in `missing`); every other call (round `at_round` or
-    later, or outside the numbered rounds) goes to `live`, whose cache, health and counts are this
-    gateway's too."""
+    the parent's call events, as `Recorded` answers it, with the reply it ended with where the parent
+    did not record the replies it repaired (`lost_as_last`: what the parent's later rounds were built
+    on), and a reply that reads today as it did not then ends unread, as a rescore's does
+    (`unread_fails`); one the parent did not record at all stops the fork (`NotRecordedError`, listed
+    in `missing`). Every other call (round `at_round` or later, or outside the numbered rounds) goes
+    to `live`, whose cache, health and counts are this gateway's too."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None], default_seed: int = 0, *,
                  at_round: int, live: Gateway):
-        super().__init__(events, seeds, default_seed)
+        super().__init__(events, seeds, default_seed, unread_fails=True, lost_as_last=True)
+        self.stops_run = True
         self.at_round, self.live_gateway = at_round, live
         self.stats = live.stats
 

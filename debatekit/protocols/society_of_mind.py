@@ -72,7 +72,7 @@ class SocietyOutput(BaseModel):
                                                        "it reads.")
 
 
-@protocol("society_of_mind", paper="Du et al. 2023", output=SocietyOutput, role=Role(label="SoM"))
+@protocol("society_of_mind", paper="Du et al. 2023", output=SocietyOutput, role=Role(label="SoM"), shows_replies=True)
 def society_of_mind(
     agents: Agents = 3,
     rounds: Annotated[int, Field(ge=1, le=10)] = 2,

@@ -224,6 +224,10 @@ def test_the_command_line_fork_writes_its_parent_and_pairs_with_it(parent, tmp_p
 @pytest.mark.parametrize("argv, message", [
     (["--at-round", "4"], "round 4 is out of range: a fork of this society_of_mind run begins at round 2 to 3"),
     (["--at-round", "1"], "round 1 is out of range"),
+    (["--at-round", "5", "--set", "rounds=5"], "round 5 is out of range: a fork of this society_of_mind run begins at "
+                                               "round 2 to 4 (the fork runs to round 5 and plays back at most the "
+                                               "parent's 3)"),
+    (["--at-round", "2", "--set", "rounds=1"], "a fork begins at round 2, and its 'rounds' parameter is 1"),
     (["--at-round", "2", "--hide", "agent9"], "agent 'agent9' is not an agent of"),
     (["--at-round", "2", "--replace", "agent1=agent7"], "agent 'agent7' is not an agent of"),
     (["--at-round", "2", "--intervention", "nope"], "unknown intervention 'nope'; available: adversarial,"),
@@ -239,16 +243,92 @@ def test_bad_input_is_one_line_naming_the_problem(parent, tmp_path, capsys, argv
     assert not (tmp_path / "fork").exists() and not asked()
 
 
+def test_a_fork_may_extend_its_parents_debates_by_a_round(parent, tmp_path):
+    result = fork(parent, at_round=4, out=tmp_path / "fork", params={"rounds": 4}, cache=False, progress=False)
+    assert {(r.item_id, r.round) for r in asked()} == {("q1", 4), ("q3", 4)}
+    assert [len(d.rounds) for d in sorted(result.debates, key=lambda d: d.item_id)] == [4, 1, 4]
+
+
+def test_a_fork_is_not_written_inside_its_parents_folder(parent, capsys):
+    assert main(["fork", str(parent), "--at-round", "2", "--out", str(parent / "sub"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert f"--out {parent / 'sub'} is inside the parent run's folder" in err and len(err.strip().splitlines()) == 1
+    assert not (parent / "sub").exists() and not asked()
+
+
+def test_an_intervention_on_what_agents_read_is_refused_where_the_protocol_does_not_show_through_the_engine(
+        parent, tmp_path, monkeypatch):
+    from debatekit import registry
+
+    monkeypatch.setattr(registry.get("society_of_mind"), "shows_replies", False)
+    for change in (replace("agent1", by="wrong"), hide("agent1"), anonymise(), reorder("reverse")):
+        with pytest.raises(ForkError, match=f"intervention '{change.name}' changes the replies an agent reads, and "
+                                            "protocol 'society_of_mind' does not show them through Debate.shown"):
+            fork(parent, at_round=2, out=tmp_path / change.name, intervention=change, progress=False)
+        assert not (tmp_path / change.name).exists()
+    fork(parent, at_round=2, out=tmp_path / "adv", intervention=adversarial("agent1"), cache=False, progress=False)
+
+
+def test_the_protocols_that_say_they_show_replies_through_the_engine_are_those_that_do():
+    import sys
+
+    from debatekit import registry
+
+    for name, spec in registry.available().items():
+        if spec.source["kind"] != "builtin":
+            continue
+        path = Path(sys.modules[spec.factory.__module__].__file__)
+        files = path.parent.glob("*.py") if path.name == "__init__.py" else [path]  # a package: all its files
+        calls = any("debate.shown(" in f.read_text() for f in files)
+        assert spec.shows_replies == calls, name
+
+
 def test_a_folder_that_is_not_a_run_is_named(tmp_path, capsys):
     assert main(["fork", str(tmp_path), "--at-round", "2", "--out", str(tmp_path / "fork")]) == 2
     assert f"debatekit: error: {tmp_path} is not a run folder (no run.json)" in capsys.readouterr().err
 
 
 def test_a_fork_whose_parameters_change_an_earlier_prompt_fails_naming_the_first_call(parent, tmp_path):
-    with pytest.raises(ForkError, match=r"9 call\(s\) before round 2 are not in the record of .*item q1, agent1"):
+    with pytest.raises(ForkError, match=r"item q\d, agent\d answer round 1: no reply was recorded for this prompt, "
+                                        r"in the record of .*parent; .*or its parameters now ask otherwise"):
         fork(parent, at_round=2, out=tmp_path / "fork", params={"answer_format": "json"}, cache=False,
              progress=False)
-    assert not [r for r in asked() if r.round == 1]
+    assert not asked()  # it stopped at the first call it could not play back: nothing asked of the model
+    assert run_debates(tmp_path / "fork") == []
+
+
+def _rewrite_events(folder: Path, change) -> None:
+    """Each of the run's call events through `change` (None drops it)."""
+    kept = [e for e in map(change, events(folder)) if e is not None]
+    (folder / "events.jsonl").write_text("".join(json.dumps(e) + "\n" for e in kept))
+
+
+def test_a_call_missing_from_the_parents_record_stops_the_fork_before_that_debate_is_recorded(parent, tmp_path):
+    _rewrite_events(parent, lambda e: None if (e["item_id"], e["agent"], e["round"]) == ("q3", "agent1", 1) else e)
+    out = tmp_path / "fork"
+    with pytest.raises(ForkError, match="item q3, agent1 answer round 1: no reply was recorded for this prompt"):
+        fork(parent, at_round=2, out=out, cache=False, progress=False)
+    assert "q3" not in {d.item_id for d in run_debates(out)}  # never recorded as a debate of the fork
+    record = json.loads((out / "run.json").read_text())
+    assert record["status"] == "interrupted" and "not_recorded" in record["reason"]
+    with pytest.raises(ForkError, match="item q3, agent1 answer round 1"):  # a resume stops there again
+        fork(parent, at_round=2, out=out, cache=False, progress=False, resume=True)
+    assert "q3" not in {d.item_id for d in run_debates(out)}
+
+
+def test_a_parent_call_repaired_before_repairs_were_recorded_plays_back_the_reply_it_ended_with(parent, tmp_path):
+    def repaired_long_ago(e):  # as an older run wrote it: a repair counted, the reply it repaired not kept
+        if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1):
+            e = {k: v for k, v in e.items() if k not in ("repairs", "replies")}
+            e["parse_failures"] = 1
+        return e
+
+    _rewrite_events(parent, repaired_long_ago)
+    result = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert {r.round for r in asked()} == {2, 3}
+    (q1,) = [d for d in result.debates if d.item_id == "q1"]
+    assert q1.rounds[0].answers == {"agent1": 10, "agent2": 11, "agent3": 11}
+    assert "agent2 reasons in round 1" in prompt(tmp_path / "fork", "q1", 2, "agent1")[-1]["content"]
 
 
 def test_a_factory_that_returns_no_intervention_is_an_error():

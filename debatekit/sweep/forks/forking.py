@@ -26,7 +26,7 @@ from debatekit import datasets, registry
 from debatekit._base.answer_kinds import LETTERS, first_of_same
 from debatekit.datasets.voting import answers_equal, normalize, tied_answers
 from debatekit.models.gateway import Gateway
-from debatekit.models.recorded import Forked
+from debatekit.models.recorded import Forked, NotRecordedError
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
 from debatekit.runner import RunResult, run
@@ -71,7 +71,14 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     record, debates = _parent_run(folder)
     spec = registry.get(record.config.protocol)
     wanted = {**record.config.params, **(params or {})}
-    _check_round(spec, spec.validate(wanted), at_round, record.config.protocol)
+    _check_round(spec, spec.validate(record.config.params), spec.validate(wanted), at_round, record.config.protocol)
+    if Path(out).resolve().is_relative_to(folder.path.resolve()):
+        raise ForkError(f"--out {out} is inside the parent run's folder {folder.path}: a fork is a run folder of its "
+                        "own, beside its parent")
+    if intervention is not None and intervention.show is not None and not spec.shows_replies:
+        raise ForkError(f"intervention {intervention.name!r} changes the replies an agent reads, and protocol "
+                        f"{record.config.protocol!r} does not show them through Debate.shown (society_of_mind "
+                        "does); the adversarial, persona and model interventions apply to it")
     agents = list(dict.fromkeys(a for d in debates for r in d.rounds for a in r.answers))
     for name in intervention.agents if intervention else ():
         if name not in agents:
@@ -92,18 +99,16 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if resume:
         _check_resume(Path(out), link)
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
-    forked: list[Forked] = []
 
     def around(live: Gateway) -> Forked:  # the run's own gateway (cache, checks, preflight) asks from at_round on
-        forked.append(Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live))
-        return forked[0]
+        return Forked(events, seed_of, default_seed=config.seed, at_round=at_round, live=live)
 
-    result = run(config, out, around=around, progress=progress, resume=resume, parent=link,
-                 only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
-                 intervention=Applied(intervention, at_round, model, plans, resample))
-    if forked[0].missing:
-        raise ForkError(_unrecorded(forked[0].missing, debates, seed_of, at_round, folder.path, out))
-    return result
+    try:
+        return run(config, out, around=around, progress=progress, resume=resume, parent=link,
+                   only={(d.item_id, seed_of[d.debate_id]) for d in debates if d.item_id in chosen},
+                   intervention=Applied(intervention, at_round, model, plans, resample))
+    except NotRecordedError as exc:  # the run stopped there, that debate unrecorded
+        raise ForkError(_unrecorded(exc, debates, seed_of, at_round, folder.path, out)) from exc
 
 
 def parent_path(parent: Path, out: Path) -> str:
@@ -170,14 +175,20 @@ def _parent_run(folder: RunFolder) -> tuple[RunRecord, list[DebateRecord]]:
     return record, debates
 
 
-def _check_round(spec: registry.ProtocolSpec, params: dict, at_round: int, protocol: str) -> None:
+def _check_round(spec: registry.ProtocolSpec, parents: dict, params: dict, at_round: int, protocol: str) -> None:
+    """`at_round` within both the parent's rounds (the rounds it can play back) and the fork's."""
     name = spec.flag("rounds")
     if name is None:
         raise ForkError(f"protocol {protocol!r} has no rounds to fork at")
-    ceiling = params[name]
+    ceiling = min(parents[name] + 1, params[name])  # one past the parent's last round extends its debates
+    if ceiling < 2:
+        raise ForkError(f"this {protocol} fork has no round to begin at: a fork begins at round 2, and its {name!r} "
+                        f"parameter is {params[name]}")
     if not isinstance(at_round, int) or not 2 <= at_round <= ceiling:
+        why = (f"the run's {name!r} parameter" if ceiling == params[name] == parents[name]
+               else f"the fork runs to round {params[name]} and plays back at most the parent's {parents[name]}")
         raise ForkError(f"round {at_round} is out of range: a fork of this {protocol} run begins at round 2 to "
-                        f"{ceiling} (the run's {name!r} parameter)")
+                        f"{ceiling} ({why})")
 
 
 def _plans(items, debates: list[DebateRecord], seed_of: dict[str, int], intervention: Intervention | None) -> dict:
@@ -197,16 +208,17 @@ def _plans(items, debates: list[DebateRecord], seed_of: dict[str, int], interven
     return plans
 
 
-def _unrecorded(missing: list[tuple], debates: list[DebateRecord], seed_of: dict[str, int], at_round: int,
+def _unrecorded(exc: NotRecordedError, debates: list[DebateRecord], seed_of: dict[str, int], at_round: int,
                 parent: Path, out: Path | str) -> str:
-    """Why the fork asked for calls before `at_round` that the parent did not record, from the first."""
-    item, seed, agent, phase, round = missing[0]
+    """Why the fork stopped at a call before `at_round` that the parent did not record."""
+    item, seed, agent, phase, round = exc.where
     ended = {(d.item_id, seed_of[d.debate_id]): len(d.rounds) for d in debates}.get((item, seed))
     if ended is not None and round > ended:
         return (f"the parent's debate of item {item} ended after round {ended}, so it has no round {round} to play "
-                f"back; fork at round {ended + 1} at most, or keep the parent's stop rule ({out} is incomplete)")
-    return (f"{len(missing)} call(s) before round {at_round} are not in the record of {parent} (first: item {item}, "
-            f"{agent} {phase} round {round}): the protocol or its parameters now ask otherwise; {out} is no fork of it")
+                f"back; fork at round {ended + 1} at most, or keep the parent's stop rule ({out} stopped there)")
+    return (f"item {item}, {agent} {phase} round {round}: {exc.why}, in the record of {parent}; either that record "
+            f"lacks the call or the protocol or its parameters now ask otherwise. {out} stopped there; the debates it "
+            f"finished are kept")
 
 
 def _check_resume(out: Path, link: Parent) -> None:
