@@ -64,6 +64,8 @@ def summarise() -> dict:
                                             "follow": _records(effect.follow),
                                             "agent1": _gives(runs[name], runs[CONTROL], wrong if push == "wrong"
                                                              else None)}
+        if push == "truth":  # the stand-in is a text of its own: how many followers repeat it word for word
+            summary["against_control"][name]["copying"] = _copying(runs[name])
     return json.loads(json.dumps(summary, default=_plain))
 
 
@@ -83,6 +85,28 @@ def _gives(fork, control, wrong: dict | None) -> list[dict]:
                     if a is not None]
             row |= {f"{side}_gives": int(sum(hits)), f"{side}_answers": len(hits)}
         rows.append(row)
+    return rows
+
+
+def _copying(fork) -> list[dict]:
+    """Per round from 2: agent2's and agent3's replies that give the correct answer where their own round-1
+    answer was wrong (the followers `follow_rate` counts), and how many of them repeat the stand-in's
+    sentence word for word: an answer read from a copy of the reply they were shown."""
+    from debatekit.datasets.voting import answers_equal
+    from debatekit.sweep.forks.builtin import STAND_IN
+
+    sentence = STAND_IN.split("{answer}")[0]
+    truth = dict(zip(fork.debates["item_id"], fork.debates["truth"]))
+    rounds = fork.rounds
+    first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]].itertuples(index=False)}
+    calls = fork.turns[fork.turns["debate_id"].isin(fork.debates["debate_id"]) & fork.turns["agent"].isin(["agent2", "agent3"])]
+    rows = []
+    for r in (2, 3):
+        followers = [text for i, a, output, text in calls[calls["round"] == r][["item_id", "agent", "output", "text"]]
+                     .itertuples(index=False)
+                     if first.get((i, a)) is not None and not answers_equal(first[i, a], truth[i])
+                     and isinstance(output, dict) and answers_equal(output.get("answer"), truth[i])]
+        rows.append({"round": r, "followed": len(followers), "copying": sum(sentence in (t or "") for t in followers)})
     return rows
 
 
