@@ -11,6 +11,7 @@ the messages the agent was shown, its reply and the answer read from it (`debate
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, Callable
 
@@ -45,7 +46,7 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
         raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
     debates = {d.item_id: d for d in folder.debates()}
     if item is None:
-        return item_list(list(debates.values())) + conformity_block(list(debates.values()))
+        return fork_line(folder) + item_list(list(debates.values())) + conformity_block(list(debates.values()))
     if item not in debates:
         ids = ", ".join(list(debates)[:10]) or "none"
         raise RunFolderError(f"no debate for item {item!r} in {folder.path}; items: {ids}")
@@ -62,6 +63,20 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
     if custom is not None and record.status == "ok":
         return custom(record, item_folder if item_folder.is_dir() else None)
     return generic(record, item_folder)
+
+
+def fork_line(folder: RunFolder) -> str:
+    """For a fork, the line that names its parent, the fork round and the change; "" for any other run."""
+    parent = folder.read_run().parent
+    if parent is None:
+        return ""
+    change = parent.intervention
+    what = "no change" if change is None else change.get("name", "?") + "".join(
+        f" {k}={v}" for k, v in (change.get("params") or {}).items())
+    extra = "".join(f", {k} {v}" for k, v in (("model", parent.model), ("resample", parent.resample)) if v is not None)
+    where = Path(os.path.normpath(folder.path / parent.run))  # as seen from here, not from the fork's folder
+    shown = os.path.relpath(where) if not where.is_absolute() or where.is_relative_to(Path.cwd()) else where
+    return f"fork of {shown} at round {parent.at_round}: {what}{extra}\n\n"
 
 
 def protocol_report(name: str) -> Callable | None:

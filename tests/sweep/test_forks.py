@@ -228,11 +228,14 @@ def test_the_command_line_fork_writes_its_parent_and_pairs_with_it(parent, tmp_p
                                                "round 2 to 4 (the fork runs to round 5 and plays back at most the "
                                                "parent's 3)"),
     (["--at-round", "2", "--set", "rounds=1"], "a fork begins at round 2, and its 'rounds' parameter is 1"),
+    (["--at-round", "2", "--set", "agents=4"], "a fork keeps its parent's agents (3); the parent recorded no round "
+                                               "before 2 for agents=4"),
     (["--at-round", "2", "--hide", "agent9"], "agent 'agent9' is not an agent of"),
     (["--at-round", "2", "--replace", "agent1=agent7"], "agent 'agent7' is not an agent of"),
     (["--at-round", "2", "--intervention", "nope"], "unknown intervention 'nope'; available: adversarial,"),
     (["--at-round", "2", "--intervention", "hide", "--with", "who=agent1"], "intervention 'hide', parameter"),
     (["--at-round", "2", "--replace", "agent1"], "--replace 'agent1' is not AGENT=VALUE"),
+    (["--at-round", "2", "--replace", "agent1=agent1"], "agent1 by itself changes nothing"),
     (["--at-round", "2", "--swap-model", "agent1=scripted/none-such"], "no scripted model named 'none-such'"),
     (["--at-round", "2", "--with", "agent=agent1"], "--with sets a parameter of --intervention NAME"),
 ])
@@ -241,6 +244,16 @@ def test_bad_input_is_one_line_naming_the_problem(parent, tmp_path, capsys, argv
     err = capsys.readouterr().err.strip()
     assert err.startswith("debatekit: error:") and message in err and len(err.splitlines()) == 1, err
     assert not (tmp_path / "fork").exists() and not asked()
+
+
+def test_show_names_a_forks_parent_round_and_change(parent, tmp_path, monkeypatch):
+    from debatekit.cli.show import show
+
+    fork(parent, at_round=2, out=tmp_path / "fork", intervention=replace("agent1", by="wrong"), cache=False,
+         progress=False, resample=3)
+    monkeypatch.chdir(tmp_path)
+    assert show("fork").startswith("fork of parent at round 2: replace agent=agent1 by=wrong, resample 3\n\nitem")
+    assert not show("parent").startswith("fork of")
 
 
 def test_a_fork_may_extend_its_parents_debates_by_a_round(parent, tmp_path):
@@ -254,6 +267,8 @@ def test_a_fork_is_not_written_inside_its_parents_folder(parent, capsys):
     err = capsys.readouterr().err
     assert f"--out {parent / 'sub'} is inside the parent run's folder" in err and len(err.strip().splitlines()) == 1
     assert not (parent / "sub").exists() and not asked()
+    assert main(["fork", str(parent), "--at-round", "2", "--out", str(parent), "--quiet"]) == 2
+    assert f"--out {parent} is the parent run's folder: a fork is a run folder of its own" in capsys.readouterr().err
 
 
 def test_an_intervention_on_what_agents_read_is_refused_where_the_protocol_does_not_show_through_the_engine(

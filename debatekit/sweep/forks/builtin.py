@@ -24,7 +24,7 @@ from debatekit.engine import Shown, derive_seed
 from debatekit.models.serving import check_model
 from debatekit.models.model import resolve
 from debatekit.protocols.shared.personas import describe
-from debatekit.sweep.forks.interventions import Context, Intervention, intervention, scrub
+from debatekit.sweep.forks.interventions import Context, Intervention, InterventionError, intervention, scrub
 
 STAND_INS = ("wrong", "correct")
 STAND_IN = "I worked through the problem step by step, and my result is {answer}.\nAnswer: {answer}"
@@ -41,7 +41,14 @@ PERSONA = "From this round on, play the following role, in place of any role des
 def replace(agent: str, by: str = "wrong") -> Intervention:
     """In the fork round, the other agents read `by` in place of `agent`'s previous reply (where the
     protocol shows it): "wrong" or "correct" (a short reply giving the item's wrong or correct answer),
-    or another agent's name (that agent's reply, text and answer, as `agent`'s)."""
+    or another agent's name (that agent's reply, text and answer, as `agent`'s).
+
+    Raises:
+        InterventionError: `by` is `agent` itself, which would change nothing.
+    """
+    if by == agent:
+        raise InterventionError(f"intervention 'replace': {agent} by itself changes nothing; by names another agent, "
+                                "wrong or correct")
 
     def show(ctx: Context, viewer: str, replies: list[Shown]) -> list[Shown]:
         if ctx.round != ctx.at_round or viewer == agent:

@@ -71,10 +71,15 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     record, debates = _parent_run(folder)
     spec = registry.get(record.config.protocol)
     wanted = {**record.config.params, **(params or {})}
-    _check_round(spec, spec.validate(record.config.params), spec.validate(wanted), at_round, record.config.protocol)
+    before, after = spec.validate(record.config.params), spec.validate(wanted)
+    _check_round(spec, before, after, at_round, record.config.protocol)
+    if "agents" in before and before["agents"] != after["agents"]:
+        raise ForkError(f"a fork keeps its parent's agents ({before['agents']}); the parent recorded no round "
+                        f"before {at_round} for agents={after['agents']}")
     if Path(out).resolve().is_relative_to(folder.path.resolve()):
-        raise ForkError(f"--out {out} is inside the parent run's folder {folder.path}: a fork is a run folder of its "
-                        "own, beside its parent")
+        where = "is the parent run's folder" if Path(out).resolve() == folder.path.resolve() else \
+            f"is inside the parent run's folder {folder.path}"
+        raise ForkError(f"--out {out} {where}: a fork is a run folder of its own, beside its parent")
     if intervention is not None and intervention.show is not None and not spec.shows_replies:
         raise ForkError(f"intervention {intervention.name!r} changes the replies an agent reads, and protocol "
                         f"{record.config.protocol!r} does not show them through Debate.shown (society_of_mind "
