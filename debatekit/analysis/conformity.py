@@ -47,10 +47,11 @@ _KEYS = ["run_id", "debate_id", "agent"]
 ROUND_COLUMNS = ["run_id", "item_id", "debate_id", "round", "agent", "answer", "correct"]
 
 
-def answer_transitions(rounds: Any) -> pd.DataFrame:
+def answer_transitions(rounds: Any, imposed: bool = False) -> pd.DataFrame:
     """One row per agent, debate and round t >= 2 with an answer in both rounds t-1 and t, left out
     where an update rule gave the agent its answer without a call (`adopted`: society_of_mind's
-    conformist and follower rules).
+    conformist and follower rules), unless `imposed`: what an agent chose is its own answers only,
+    what it ends up holding (the martingale test) is every answer, however it came.
 
     Args:
         rounds: `Tables.rounds` (or the tables themselves): one row per debate, round and agent with
@@ -72,7 +73,7 @@ def answer_transitions(rounds: Any) -> pd.DataFrame:
     before = present[[*_KEYS, "round", "answer", "correct"]].rename(
         columns={"answer": "before", "correct": "was_correct"}).assign(round=lambda f: f["round"] + 1)
     pairs = present.merge(before, on=[*_KEYS, "round"], how="inner", validate="one_to_one")
-    if "adopted" in pairs:  # an answer an update rule imposed (no call) is no choice of the agent's
+    if "adopted" in pairs and not imposed:  # an answer an update rule imposed (no call) is no choice of the agent's
         pairs = pairs[~pairs["adopted"].fillna(False).astype(bool)]
     if pairs.empty:
         return pd.DataFrame(columns=columns)
@@ -153,13 +154,15 @@ def martingale_test(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = 
     moved the agents' accuracy, against the unconditional martingale claim.
 
     Transitions without a score in both rounds (a missing answer, an item without a truth) are
-    left out, never scored as wrong.
+    left out, never scored as wrong. An answer an update rule gave an agent without a call (`adopted`)
+    counts: the claim is about the answers the agents hold, and under the conformist rule leaving out
+    the majority's kept answers would test the minority alone.
 
     Returns:
         One row per `by` group and round pair: *by, from_round, to_round, items, transitions,
         accuracy_before, accuracy_after, change, low, high, zero_inside.
     """
-    steps = _transitions(rounds)
+    steps = _transitions(rounds, imposed=True)
     steps = steps[steps["was_correct"].notna() & steps["correct"].notna()]
     steps = steps.assign(_change=steps["correct"].astype(bool).astype(float)
                          - steps["was_correct"].astype(bool).astype(float))
@@ -244,10 +247,10 @@ def _with_rates(frame: pd.DataFrame, count: str, nobs: str, level: float) -> pd.
     return frame.assign(rate=rate, low=low, high=high)
 
 
-def _transitions(rounds: Any) -> pd.DataFrame:
+def _transitions(rounds: Any, imposed: bool = False) -> pd.DataFrame:
     """`answer_transitions` of a rounds table, or the table itself when it already is one."""
     rounds = getattr(rounds, "rounds", rounds)
-    return rounds if "move" in rounds else answer_transitions(rounds)
+    return rounds if "move" in rounds else answer_transitions(rounds, imposed)
 
 
 def _leader(answers: list) -> Any:

@@ -185,5 +185,10 @@ def test_answers_an_update_rule_imposed_are_not_counted_as_the_agents_moves(tmp_
     result = run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), limit=1, model=model,
                            params={"rounds": 2, "stop_on_agreement": False, "update": "conformist"}),
                  tmp_path / "run", progress=False)
-    moves = analysis.answer_transitions(analysis.load_runs([result.path]))
+    tables = analysis.load_runs([result.path])
+    moves = analysis.answer_transitions(tables)
     assert list(moves["agent"]) == ["agent3"] and list(moves["move"]) == ["to_majority"]  # agents 1, 2 made no call
+    # the martingale test counts the answers the agents hold, the kept ones too: 3 transitions, one wrong -> right
+    (row,) = analysis.martingale_test(tables).itertuples()
+    assert (row.transitions, row.accuracy_before, row.accuracy_after) == (3, 2 / 3, 1.0)
+    assert row.change == pytest.approx(1 / 3)
