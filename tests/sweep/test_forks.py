@@ -476,3 +476,12 @@ def test_a_fork_that_changes_nothing_repeats_the_parents_seeds_unless_told_to_re
     resampled = seeds_by_place(asked())
     assert resampled.keys() == same.keys() and all(resampled[p] != same[p] for p in same)
     assert json.loads((tmp_path / "resampled" / "run.json").read_text())["parent"]["resample"] == 1
+
+
+def test_anonymise_scrubs_an_agents_name_as_replies_write_it():
+    from debatekit.sweep.forks.interventions import scrub
+
+    text = "Agent_3 said 12, agent 3 agreed, AGENT3 and agent-3 too; agent13 and agent 33 are others."
+    assert scrub(text, {"agent3"}) == ("another agent said 12, another agent agreed, another agent and another "
+                                       "agent too; agent13 and agent 33 are others.")
+    assert scrub("the critic and critics", {"critic"}) == "the another agent and critics"

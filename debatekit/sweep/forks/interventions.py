@@ -238,9 +238,12 @@ def with_instruction(messages: list[dict], text: str) -> list[dict]:
 
 
 def scrub(text: str, names: set[str], label: str = "another agent") -> str:
-    """`text` with each of `names` (whole words, any case) replaced by `label`."""
+    """`text` with each of `names` (whole words, any case) replaced by `label`; a name of letters then
+    digits also as replies write it apart (`agent3`: `Agent 3`, `agent_3`, `agent-3`)."""
     for name in sorted(names, key=len, reverse=True):
-        text = re.sub(rf"\b{re.escape(name)}\b", label, text, flags=re.IGNORECASE)
+        split = re.fullmatch(r"([^\W\d_]+)(\d+)", name)
+        pattern = rf"{re.escape(split[1])}[\s_-]?{split[2]}" if split else re.escape(name)
+        text = re.sub(rf"\b{pattern}\b", label, text, flags=re.IGNORECASE)
     return text
 
 
