@@ -74,6 +74,7 @@ def fork_line(folder: RunFolder) -> str:
     what = "no change" if change is None else change.get("name", "?") + "".join(
         f" {k}={v}" for k, v in (change.get("params") or {}).items())
     extra = "".join(f", {k} {v}" for k, v in (("model", parent.model), ("resample", parent.resample)) if v is not None)
+    extra += "".join(f", set {k}={v}" for k, v in (parent.params or {}).items())
     where = Path(os.path.normpath(folder.path / parent.run))  # as seen from here, not from the fork's folder
     shown = os.path.relpath(where) if not where.is_absolute() or where.is_relative_to(Path.cwd()) else where
     return f"fork of {shown} at round {parent.at_round}: {what}{extra}\n\n"

@@ -257,6 +257,8 @@ class Parent(BaseModel):
     the parent's."""
     resample: int | None = None
     """Mixed into the sampling seed of every call from `at_round` on; None: the parent's seeds."""
+    params: dict[str, Any] | None = None
+    """The protocol parameters the fork set otherwise than its parent (`--set`); None: the parent's."""
 
 
 Count = int | None

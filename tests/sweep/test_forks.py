@@ -61,7 +61,7 @@ def test_a_fork_at_round_2_plays_round_1_back_and_asks_the_model_from_round_2(pa
     link = json.loads((tmp_path / "fork" / "run.json").read_text())["parent"]
     record = json.loads((parent / "run.json").read_text())
     assert link == {"run": "../parent", "run_id": record["run_id"], "at_round": 2, "intervention": None,
-                    "model": None, "resample": None}  # seen from the fork's folder, so that it moves with them
+                    "model": None, "resample": None, "params": None}  # seen from the fork's folder: they move together
 
 
 def run_debates(folder: Path):
@@ -257,7 +257,11 @@ def test_show_names_a_forks_parent_round_and_change(parent, tmp_path, monkeypatc
 
 
 def test_a_fork_may_extend_its_parents_debates_by_a_round(parent, tmp_path):
+    from debatekit.cli.show import show
+
     result = fork(parent, at_round=4, out=tmp_path / "fork", params={"rounds": 4}, cache=False, progress=False)
+    assert result.record.parent.params == {"rounds": 4}  # what it set otherwise, in run.json and in show
+    assert show(tmp_path / "fork").splitlines()[0].endswith("at round 4: no change, set rounds=4")
     assert {(r.item_id, r.round) for r in asked()} == {("q1", 4), ("q3", 4)}
     assert [len(d.rounds) for d in sorted(result.debates, key=lambda d: d.item_id)] == [4, 1, 4]
 

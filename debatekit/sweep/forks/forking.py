@@ -100,7 +100,8 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     chosen = {item.id for item in items}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=parent_path(folder.path, Path(out)), run_id=record.run_id, at_round=at_round,
-                  intervention=intervention.describe() if intervention else None, model=model, resample=resample)
+                  intervention=intervention.describe() if intervention else None, model=model, resample=resample,
+                  params={k: v for k, v in after.items() if before.get(k) != v} or None)
     if resume:
         _check_resume(Path(out), link)
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
