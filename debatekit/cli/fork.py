@@ -46,6 +46,8 @@ def add(subparsers) -> dict:
     p.add_argument("--resample", type=int, metavar="K",
                    help="draw the calls from round R on under new sampling seeds (K picks them); without it a "
                         "fork asks with the parent's seeds, and one that changes nothing repeats the parent")
+    p.add_argument("--dataset", metavar="PATH",
+                   help="the parent's dataset file, where the path its run.json records does not reach it from here")
     p.add_argument("--limit", type=int, metavar="N",
                    help="fork only the parent's first N items (an estimate; --resume without it goes on to the rest)")
     return {"fork": run}
@@ -94,7 +96,8 @@ def run(args) -> int:
     picked = chosen(args)
     result = fork(args.run, at_round=args.at_round, out=args.out, intervention=make(*picked) if picked else None,
                   model=args.model, params=_parse_set(args.sets), cache=False if args.no_cache else None,
-                  resume=args.resume, progress=not args.quiet, limit=args.limit, resample=args.resample)
+                  resume=args.resume, progress=not args.quiet, limit=args.limit, resample=args.resample,
+                  dataset=args.dataset)
     parent = RunFolder(args.run)
     before = RunResult(Path(args.run), parent.read_run(), parent.debates())
     print(visible(summary_table([result])))

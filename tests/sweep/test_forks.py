@@ -489,3 +489,26 @@ def test_anonymise_scrubs_an_agents_name_as_replies_write_it():
     assert scrub(text, {"agent3"}) == ("another agent said 12, another agent agreed, another agent and another "
                                        "agent too; agent13 and agent 33 are others.")
     assert scrub("the critic and critics", {"critic"}) == "the another agent and critics"
+
+
+def test_a_parent_recorded_with_a_relative_dataset_path_is_forked_from_elsewhere_with_dataset(
+        tmp_path, arithmetic_file, monkeypatch):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "arith.jsonl").write_bytes(Path(arithmetic_file).read_bytes())
+    monkeypatch.chdir(data)
+    model = scripted.register("fork-parent", fn=reply)
+    run(RunConfig(protocol="society_of_mind", dataset="arith.jsonl", model=model, params={"rounds": 2}),
+        tmp_path / "parent", progress=False)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    with pytest.raises(ForkError, match=r"arith.jsonl.*\(give the parent's dataset file with --dataset PATH\)"):
+        fork(tmp_path / "parent", at_round=2, out=tmp_path / "lost", cache=False, progress=False)
+    assert not (tmp_path / "lost").exists()
+    result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False,
+                  dataset="../data/arith.jsonl")
+    assert len(result.debates) == 3
+    (data / "other.jsonl").write_text((data / "arith.jsonl").read_text().replace('"answer": 10', '"answer": 11'))
+    with pytest.raises(ForkError, match="changed since the run"):
+        fork(tmp_path / "parent", at_round=2, out=tmp_path / "other", cache=False, progress=False,
+             dataset="../data/other.jsonl")

@@ -40,7 +40,7 @@ class ForkError(RunFolderError):
 def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: Intervention | None = None,
          model: str | None = None, params: dict[str, Any] | None = None, cache: bool | None = None,
          resume: bool = False, progress: bool = True, limit: int | None = None,
-         resample: int | None = None) -> RunResult:
+         resample: int | None = None, dataset: str | None = None) -> RunResult:
     """Fork the run in `parent` at round `at_round` into the folder `out` (see the module).
 
     Args:
@@ -58,6 +58,8 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
             None keeps the parent's seeds (a fork that changes nothing then asks what the parent
             asked, as the parent asked it); an identity fork with a `resample` is the control for
             resampling alone.
+        dataset: the parent's dataset file, where the path its run.json records does not reach it from
+            here (a relative path recorded elsewhere); it must be the same file (its sha256 is checked).
         limit: fork only the parent's first `limit` items (in its dataset's order); None: every item.
             A later `resume` with a larger limit (or none) goes on to the rest.
 
@@ -93,7 +95,13 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
                                               "cache": record.config.cache if cache is None else cache,
                                               "limit": _limit(record.config.limit, limit)})
-    items, info = datasets.load(config.dataset, spec.item_model, config.limit)
+    if dataset is not None:
+        config = config.model_copy(update={"dataset": dataset})
+    try:
+        items, info = datasets.load(config.dataset, spec.item_model, config.limit)
+    except datasets.DatasetError as exc:
+        raise ForkError(f"cannot fork {folder.path}: {exc}"
+                        + ("" if dataset else " (give the parent's dataset file with --dataset PATH)")) from exc
     if info.sha256 != record.dataset.sha256:
         raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
