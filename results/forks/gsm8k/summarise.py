@@ -6,8 +6,8 @@ The parent is the first study's society_of_mind run (3 agents, 3 rounds, every r
 replays its round 1 and asks rounds 2 and 3 again under new sampling seeds (`--resample 1
 --no-cache`): `identity` changes nothing and is the control; `adversarial-agent1` tells agent1 to argue
 for the item's wrong answer; `correct-agent1` shows the other two agents the correct answer as agent1's
-round-1 reply. Everything is paired on the items all three forks have run. docs/guides/forks.md
-reports what this prints.
+round-1 reply. Each intervention fork is paired with the control on the items both have run (the
+forks run in stages, so one may be ahead of another). docs/guides/forks.md reports what this prints.
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ def main() -> dict:
 
 
 def summarise() -> dict:
-    """The forks against the control, paired on the items all three have run."""
+    """Each fork on the items it has run; each intervention fork against the control on the items both have."""
     sys.path.insert(0, str(ROOT))
     from debatekit.analysis import conformity_summary, fork_effect, load_runs
     from debatekit.records.schemas import ANSWERED
@@ -44,28 +44,29 @@ def summarise() -> dict:
     from debatekit.sweep.forks import wrong_answer
 
     runs = {name: load_runs([HERE / name]) for name in [CONTROL, *FORKS]}
-    shared = set.intersection(*(set(t.debates["item_id"]) for t in runs.values()))
-    runs = {name: t.only(shared) for name, t in runs.items()}
+    ran = {name: set(t.debates["item_id"]) for name, t in runs.items()}
     parent = {d.item_id: d for d in RunFolder(PARENT).debates()}
-    wrong = {i: wrong_answer(SimpleNamespace(answer=parent[i].truth), parent[i]) for i in shared}
-    summary: dict = {"items": len(shared), "parent": PARENT.relative_to(ROOT).as_posix(),
+    wrong = {i: wrong_answer(SimpleNamespace(answer=parent[i].truth), parent[i]) for i in set.union(*ran.values())}
+    summary: dict = {"items": len(set.intersection(*ran.values())), "parent": PARENT.relative_to(ROOT).as_posix(),
                      "wrong_answers": dict(sorted(wrong.items())), "runs": {}, "against_control": {}}
     for name, tables in runs.items():
         d = tables.debates[tables.debates["status"].isin(ANSWERED)]
         summary["runs"][name] = {"debates": len(tables.debates), "answered": len(d),
                                  "accuracy": float(d["correct"].astype(bool).mean()),
                                  "conformity": _records(conformity_summary(tables.rounds, by=()))}
-    parent_tables = load_runs([PARENT]).only(shared)
+    parent_tables = load_runs([PARENT]).only(ran[CONTROL])
     summary["identity_vs_parent"] = _records(fork_effect(runs[CONTROL], parent_tables).accuracy)[0]
     for name, push in FORKS.items():
+        both = ran[name] & ran[CONTROL]
+        fork, control = runs[name].only(both), runs[CONTROL].only(both)
         pushed = wrong if push == "wrong" else "truth"
-        effect = fork_effect(runs[name], runs[CONTROL], pushed=pushed)
-        summary["against_control"][name] = {"pushed": push, "accuracy": _records(effect.accuracy)[0],
+        effect = fork_effect(fork, control, pushed=pushed)
+        summary["against_control"][name] = {"pushed": push, "items": len(both),
+                                            "accuracy": _records(effect.accuracy)[0],
                                             "follow": _records(effect.follow),
-                                            "agent1": _gives(runs[name], runs[CONTROL], wrong if push == "wrong"
-                                                             else None)}
+                                            "agent1": _gives(fork, control, wrong if push == "wrong" else None)}
         if push == "truth":  # the stand-in is a text of its own: how many followers repeat it word for word
-            summary["against_control"][name]["copying"] = _copying(runs[name])
+            summary["against_control"][name]["copying"] = _copying(fork)
     return json.loads(json.dumps(summary, default=_plain))
 
 
@@ -125,8 +126,8 @@ def _figure(summary: dict, pd) -> None:
 
     names = list(summary["against_control"])
     fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True,
-                        subplot_titles=[f"{n} (pushes the {'wrong' if FORKS[n] == 'wrong' else 'correct'} answer)"
-                                        for n in names])
+                        subplot_titles=[f"{n}: the {'wrong' if FORKS[n] == 'wrong' else 'correct'} answer, "
+                                        f"{summary['against_control'][n]['items']} items" for n in names])
     for col, name in enumerate(names, start=1):
         rows = pd.DataFrame(summary["against_control"][name]["follow"])
         for side, color, shift, label in (("fork", "#c0392b", -0.04, "the fork"),
@@ -139,7 +140,7 @@ def _figure(summary: dict, pd) -> None:
         fig.update_xaxes(title_text="round", dtick=1, row=1, col=col)
     fig.update_yaxes(title_text="share giving the pushed answer", range=[0, 1], row=1, col=1)
     fig.update_layout(width=900, height=400, template="plotly_white", legend={"orientation": "h", "y": -0.25},
-                      title=f"Who follows: the two other agents, {summary['items']} GSM8K items, 95% Wilson intervals")
+                      title="Who follows: the two other agents giving the pushed answer, GSM8K, 95% Wilson intervals")
     fig.write_image(HERE / "follow.png", scale=1)
 
 
