@@ -26,7 +26,7 @@ from debatekit.engine import Debate, Limits
 from debatekit.engine.scoring import CallFaults, run_debate
 from debatekit.models.local import shared as shared_engine
 from debatekit.models.cache import ResponseCache, replies_in
-from debatekit.models.errors import LocalModelError, ModelSetupError
+from debatekit.models.errors import LocalModelError, ModelSetupError, StopsRun
 from debatekit.models.gateway import Gateway
 from debatekit.models.local.settings import cache_dir
 from debatekit.models.model import Model, resolve
@@ -159,6 +159,7 @@ class RunLoop:
         self.again: dict[tuple[str, int], DebateRecord] = {}  # degraded debates run again (`retry_degraded`)
         self.answered: list[bool] = []
         self.left: list[str] = []  # items a drain request left for --resume
+        self.stopped: StopsRun | None = None  # a call no debate may go on from: the run ends once those started end
         self.errors: list[str] = []
         self.bar = None
         self.started = time.monotonic()
@@ -225,7 +226,7 @@ class RunLoop:
         """One debate of `item` under `seed`, its record appended to the folder."""
         setup, folder, gateway = self.setup, self.folder, self.setup.gateway
         async with slots:
-            if gateway.dead():
+            if gateway.dead() or self.stopped:
                 return  # the run is stopping: the item is left for --resume
             if draining(folder.path):
                 self.left.append(item.id)  # asked to drain: the debates started finish, this one waits for --resume
@@ -236,7 +237,11 @@ class RunLoop:
                             debate_id=uuid.uuid4().hex[:12], seed=seed, limits=self.limits,
                             on_event=lambda event: (folder.append(EVENTS_FILE, event), calls.add(event)),
                             folder=folder.path / where, intervention=self.intervention)
-            result = await run_debate(setup.solver, item, debate, setup.config.protocol, calls)
+            try:
+                result = await run_debate(setup.solver, item, debate, setup.config.protocol, calls)
+            except StopsRun as exc:  # not recorded; the debates started finish, no other starts (`conclude`)
+                self.stopped = self.stopped or exc
+                return
             folder.append(DEBATES_FILE, result)
             if not result.answered and (item.id, seed) in self.again:  # the retry did worse: the last record
                 result = self.again[item.id, seed]                     # per item and seed is the old one again
@@ -255,6 +260,8 @@ class RunLoop:
         """How a run whose debates all ended went: complete, failed (its model never answered, or no
         debate got an answer) or drained; raises for the two that stop it."""
         gateway, record = self.setup.gateway, self.record
+        if self.stopped:
+            raise self.stopped
         # dead after its first calls, or (a run too short to tell) never answered at all
         fatal = gateway.dead() or (None if any(self.answered) else gateway.unreached(self.setup.model.name))
         if fatal:

@@ -156,7 +156,8 @@ def martingale_test(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = 
     Transitions without a score in both rounds (a missing answer, an item without a truth) are
     left out, never scored as wrong. An answer an update rule gave an agent without a call (`adopted`)
     counts: the claim is about the answers the agents hold, and under the conformist rule leaving out
-    the majority's kept answers would test the minority alone.
+    the majority's kept answers would test the minority alone. A table of transitions given in place of
+    the rounds is taken as it is (make it with `answer_transitions(rounds, imposed=True)`).
 
     Returns:
         One row per `by` group and round pair: *by, from_round, to_round, items, transitions,
@@ -202,7 +203,8 @@ def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int
     flips = flips[(flips["flip"] == "right_to_wrong") & flips["position"].isin(["minority", "majority"])]
     lost = flips.pivot(index=keys, columns="position", values="rate").add_prefix("right_to_wrong_")
     right = flips.pivot(index=keys, columns="position", values="at_risk").add_prefix("right_in_")
-    drift = martingale_test(steps, by, n_boot=n_boot, seed=seed).set_index(keys)
+    held = rounds if "move" in getattr(rounds, "rounds", rounds) else answer_transitions(rounds, imposed=True)
+    drift = martingale_test(held, by, n_boot=n_boot, seed=seed).set_index(keys)  # every answer held, imposed too
     out = moves.join(totals).join(lost).join(right).join(drift[["change", "low", "high", "zero_inside"]])
     return out.reset_index().reindex(columns=columns)
 

@@ -24,7 +24,9 @@ of what it did: `missing` (asked, not recorded), `live` (asked of the fallback),
 `unasked()` (recorded, not asked).
 
 `Forked` serves a fork of a run (`debatekit.sweep.forks`): the rounds before the fork round are
-played back as above, whatever the response cache holds, and every later call is asked of a model.
+played back as above, whatever the response cache holds, except that a call it cannot play back as
+the run had it (not recorded, or a reply the run read that does not read today) stops the fork
+(`NotRecordedError`); every later call is asked of a model.
 """
 
 from __future__ import annotations
@@ -199,6 +201,9 @@ class Recorded(Gateway):
                 done.error, done.error_kind = f"parse: {repair['error']}", "parse"
                 if call.get("first") not in self.left_unread:  # the run read it
                     self.unreadable.append(asked[:5])
+                    if self.stops_run:  # a fork would go on from another history than its parent's
+                        raise NotRecordedError(asked[:5], "its recorded reply does not read today as it read in the "
+                                                          "run (a reader changed since; `debatekit rescore` shows how)")
                 return None
             if self.fallback is not None:
                 call["live"] = True
@@ -245,9 +250,9 @@ class Forked(Recorded):
     """A fork's gateway (`debatekit.sweep.forks`): a call of a round before `at_round` is answered from
     the parent's call events, as `Recorded` answers it, with the reply it ended with where the parent
     did not record the replies it repaired (`lost_as_last`: what the parent's later rounds were built
-    on), and a reply that reads today as it did not then ends unread, as a rescore's does
-    (`unread_fails`); one the parent did not record at all stops the fork (`NotRecordedError`, listed
-    in `missing`). Every other call (round `at_round` or later, or outside the numbered rounds) goes
+    on; one the parent left unread ends unread again, `unread_fails`). A call the parent did not record
+    at all, or whose reply the parent read and today's reader does not, stops the fork
+    (`NotRecordedError`): the fork would go on from another history than its parent's. Every other call (round `at_round` or later, or outside the numbered rounds) goes
     to `live`, whose cache, health and counts are this gateway's too."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None], default_seed: int = 0, *,

@@ -192,3 +192,5 @@ def test_answers_an_update_rule_imposed_are_not_counted_as_the_agents_moves(tmp_
     (row,) = analysis.martingale_test(tables).itertuples()
     assert (row.transitions, row.accuracy_before, row.accuracy_after) == (3, 2 / 3, 1.0)
     assert row.change == pytest.approx(1 / 3)
+    (summary,) = analysis.conformity_summary(tables).itertuples()  # what `debatekit show` prints
+    assert (summary.transitions, summary.to_majority) == (1, 1.0) and summary.change == pytest.approx(1 / 3)

@@ -83,6 +83,9 @@ def test_a_fork_may_go_on_past_the_parents_agreement_only_from_the_round_after_i
     with pytest.raises(ForkError, match="the parent's debate of item q2 ended after round 1, so it has no round 2"):
         fork(parent, at_round=3, out=tmp_path / "late", cache=False, progress=False,
              params={"stop_on_agreement": False})
+    # the debates already under way when q2 stopped the fork finish and are kept: their model calls are not lost
+    assert {d.item_id for d in run_debates(tmp_path / "late")} == {"q1", "q3"}
+    assert json.loads((tmp_path / "late" / "run.json").read_text())["status"] == "interrupted"
 
 
 def test_replacing_an_agents_reply_by_the_wrong_answer_changes_what_the_others_read_only(parent, tmp_path):
@@ -335,6 +338,19 @@ def test_a_call_missing_from_the_parents_record_stops_the_fork_before_that_debat
     assert "q3" not in {d.item_id for d in run_debates(out)}
 
 
+def test_a_parent_reply_that_no_longer_reads_stops_the_fork(parent, tmp_path):
+    def unreadable(e):  # a reply the run read, which today's reader cannot
+        if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1):
+            e = {k: v for k, v in e.items() if k != "replies"} | {"text": "I think the answer is eleven."}
+        return e
+
+    _rewrite_events(parent, unreadable)
+    with pytest.raises(ForkError, match="item q1, agent2 answer round 1: its recorded reply does not read today as "
+                                        "it read in the run"):
+        fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert "q1" not in {d.item_id for d in run_debates(tmp_path / "fork")}
+
+
 def test_a_parent_call_repaired_before_repairs_were_recorded_plays_back_the_reply_it_ended_with(parent, tmp_path):
     def repaired_long_ago(e):  # as an older run wrote it: a repair counted, the reply it repaired not kept
         if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1):
@@ -366,6 +382,16 @@ def test_a_fork_resumes_only_as_the_same_fork(parent, tmp_path):
     assert len(again.debates) == 3 and json.loads((out / "run.json").read_text())["parent"]["at_round"] == 2
     with pytest.raises(ForkError, match="not a fork of the same run, round and intervention"):
         fork(parent, at_round=2, out=out, intervention=hide("agent2"), resume=True, progress=False)
+
+
+def test_a_fork_recorded_before_its_parent_block_kept_params_resumes(parent, tmp_path):
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, params={"stop_on_agreement": False}, cache=False, progress=False, limit=1)
+    record = json.loads((out / "run.json").read_text())
+    assert record["parent"].pop("params") == {"stop_on_agreement": False}
+    (out / "run.json").write_text(json.dumps(record))  # as a fork written before the field existed
+    again = fork(parent, at_round=2, out=out, params={"stop_on_agreement": False}, resume=True, progress=False)
+    assert len(again.debates) == 3
 
 
 def test_a_resume_records_the_parent_as_seen_from_where_the_fork_is_now(parent, tmp_path):
@@ -506,8 +532,12 @@ def test_a_parent_recorded_with_a_relative_dataset_path_is_forked_from_elsewhere
         fork(tmp_path / "parent", at_round=2, out=tmp_path / "lost", cache=False, progress=False)
     assert not (tmp_path / "lost").exists()
     result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False,
-                  dataset="../data/arith.jsonl")
-    assert len(result.debates) == 3
+                  dataset="../data/arith.jsonl", limit=1)
+    assert len(result.debates) == 1
+    monkeypatch.chdir(data)  # a resume may name the same file another way
+    again = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", progress=False, dataset="arith.jsonl",
+                 resume=True)
+    assert len(again.debates) == 3
     (data / "other.jsonl").write_text((data / "arith.jsonl").read_text().replace('"answer": 10', '"answer": 11'))
     with pytest.raises(ForkError, match="changed since the run"):
         fork(tmp_path / "parent", at_round=2, out=tmp_path / "other", cache=False, progress=False,

@@ -60,6 +60,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
             resampling alone.
         dataset: the parent's dataset file, where the path its run.json records does not reach it from
             here (a relative path recorded elsewhere); it must be the same file (its sha256 is checked).
+            The fork records it as an absolute path: a resume names the file again, by any path.
         limit: fork only the parent's first `limit` items (in its dataset's order); None: every item.
             A later `resume` with a larger limit (or none) goes on to the rest.
 
@@ -85,7 +86,8 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if intervention is not None and intervention.show is not None and not spec.shows_replies:
         raise ForkError(f"intervention {intervention.name!r} changes the replies an agent reads, and protocol "
                         f"{record.config.protocol!r} does not show them through Debate.shown (society_of_mind "
-                        "does); the adversarial, persona and model interventions apply to it")
+                        "does; a protocol that does declares it with @protocol(..., shows_replies=True)); the "
+                        "adversarial, persona and model interventions apply to it")
     agents = list(dict.fromkeys(a for d in debates for r in d.rounds for a in r.answers))
     for name in intervention.agents if intervention else ():
         if name not in agents:
@@ -95,13 +97,14 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
                                               "cache": record.config.cache if cache is None else cache,
                                               "limit": _limit(record.config.limit, limit)})
-    if dataset is not None:
-        config = config.model_copy(update={"dataset": dataset})
+    if dataset is not None:  # recorded whole, so that a resume naming the file another way is the same fork
+        config = config.model_copy(update={"dataset": str(Path(dataset).resolve())})
     try:
         items, info = datasets.load(config.dataset, spec.item_model, config.limit)
     except datasets.DatasetError as exc:
+        lost = dataset is None and "file not found" in str(exc)
         raise ForkError(f"cannot fork {folder.path}: {exc}"
-                        + ("" if dataset else " (give the parent's dataset file with --dataset PATH)")) from exc
+                        + (" (give the parent's dataset file with --dataset PATH)" if lost else "")) from exc
     if info.sha256 != record.dataset.sha256:
         raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
     seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
@@ -236,8 +239,12 @@ def _unrecorded(exc: NotRecordedError, debates: list[DebateRecord], seed_of: dic
 
 
 def _check_resume(out: Path, link: Parent) -> None:
+    """`out` forks the same run at the same round with the same change; its parameters the run's
+    configuration check compares (a fork recorded before `Parent.params` existed has none to compare)."""
     folder = RunFolder(out)
     if folder.exists:
         before = folder.read_run().parent
-        if before is None or before.model_dump(exclude={"run"}) != link.model_dump(exclude={"run"}):
-            raise ForkError(f"cannot resume {out}: it is not a fork of the same run, round and intervention")
+        skip = {"run"} | ({"params"} if before is not None and before.params is None else set())
+        if before is None or before.model_dump(exclude=skip) != link.model_dump(exclude=skip):
+            raise ForkError(f"cannot resume {out}: it is not a fork of the same run, round and intervention "
+                            "(with the same --model and --resample)")
