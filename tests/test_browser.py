@@ -115,6 +115,33 @@ def test_explorer_renders_in_jupyterlab(lab, tmp_path):
             browser.close()
 
 
+def test_a_report_drawn_with_the_basic_bundle_draws_its_figures_offline(tmp_path):
+    import json
+
+    import nbformat
+    import plotly.graph_objects as go
+    from nbformat.v4 import new_code_cell, new_notebook, new_output
+    from playwright.sync_api import sync_playwright
+
+    from debatekit.sweep import report
+
+    fig = go.Figure(go.Scatter(x=[1, 2, 3], y=[0.2, 0.5, 0.4], error_y={"array": [0.1, 0.1, 0.1]}))
+    output = new_output("display_data", data={report.PLOTLY_MIME: json.loads(fig.to_json()), "text/plain": "Figure"})
+    nbformat.write(new_notebook(cells=[new_code_cell("fig", outputs=[output])]), tmp_path / "n.ipynb")
+    page_file = report.write_notebook_html(tmp_path / "n.ipynb")
+    assert "plotly.js (basic" in page_file.read_text()[:100_000]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=ensure_chromium(), args=FLAGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.route("http*://**", lambda route: route.abort())  # offline: nothing but the file itself
+            page.goto(page_file.as_uri())
+            page.wait_for_selector(".js-plotly-plot .main-svg .scatterlayer .trace", timeout=60_000)
+            assert page.locator(".js-plotly-plot .errorbar").count() == 3
+        finally:
+            browser.close()
+
+
 def test_png_export_offline(tmp_path):
     import plotly.graph_objects as go
 

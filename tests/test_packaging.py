@@ -34,6 +34,8 @@ def test_wheel_ships_every_module_and_every_dataset_file(wheel):
     assert data - names == set(), "dataset files missing from the wheel: widen package-data in pyproject.toml"
     notebooks = {f"debatekit/_notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb")}
     assert notebooks and notebooks - names == set(), "notebooks missing from the wheel"
+    assets = {p.relative_to(ROOT).as_posix() for p in (ROOT / "debatekit" / "sweep" / "assets").iterdir()}
+    assert assets and assets - names == set(), "report assets (plotly.js's basic bundle) missing from the wheel"
 
 
 def test_an_installed_wheel_finds_its_shipped_datasets(wheel, tmp_path):

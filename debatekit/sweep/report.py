@@ -9,7 +9,8 @@
 
 Executed notebooks keep figures as plotly's JSON mime output, which JupyterLab draws (also
 when a saved notebook is opened later) but nbconvert's HTML leaves blank; the HTML written
-here turns each of them into a div drawn by one inlined copy of plotly.js.
+here turns each of them into a div drawn by one inlined copy of plotly.js (its basic bundle where
+the figures are all scatter, bar or pie traces).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import html
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -145,11 +147,33 @@ def _describe(rounds: pd.DataFrame) -> str:
 
 # --- HTML -----------------------------------------------------------------------------------
 
-def _plotlyjs() -> str:
+BASIC_JS = Path(__file__).parent / "assets" / "plotly-basic.min.js"
+"""plotly.js's basic bundle (its scatter, bar and pie traces; MIT, `assets/plotly-basic.LICENSE`), a
+quarter of the full bundle's size: a page whose figures draw no other trace embeds it, where it is
+the version of the plotly.js the installed plotly ships (else the full bundle)."""
+BASIC_TRACES = frozenset({"scatter", "bar", "pie"})
+VERSION = re.compile(r"plotly\.js[^\n]*?v(\d+\.\d+\.\d+)")
+
+
+def _plotlyjs(figures: list[go.Figure]) -> str:
+    """The script that draws `figures`: plotly.js, the basic bundle where it serves them all."""
     from plotly.offline import get_plotlyjs
 
+    script = get_plotlyjs()
+    if all(trace.type in BASIC_TRACES for fig in figures for trace in fig.data):
+        script = _basic(script) or script
     return f'<script type="text/javascript">window.PlotlyConfig = {{MathJaxConfig: "local"}};</script>\n' \
-           f'<script type="text/javascript">{get_plotlyjs()}</script>'
+           f'<script type="text/javascript">{script}</script>'
+
+
+def _basic(full: str) -> str | None:
+    """The basic bundle, if it is the version of `full` (None when it is missing or another version)."""
+    try:
+        basic = BASIC_JS.read_text(encoding="utf-8")
+    except OSError:
+        return None
+    ours, theirs = VERSION.search(basic[:300]), VERSION.search(full[:300])
+    return basic if ours and theirs and ours[1] == theirs[1] else None
 
 
 def _figure_div(fig: go.Figure) -> str:
@@ -168,11 +192,12 @@ def report_html(data, title: str | None = None) -> str:
             "points": len(data.points), "seeds": ", ".join(map(str, sorted(s["seed"].unique()))) if "seed" in s else "",
             "debatekit": ", ".join(sorted(s["debatekit_version"].dropna().unique())) if "debatekit_version" in s else "",
             "git commit": ", ".join(sorted(s["git_commit"].dropna().unique())) if "git_commit" in s else ""}
-    figs = "\n".join(f'<section id="{name}">{_figure_div(fig)}</section>' for name, fig in sweep_figures(data).items())
+    figures = sweep_figures(data)
+    figs = "\n".join(f'<section id="{name}">{_figure_div(fig)}</section>' for name, fig in figures.items())
     rows = "".join(f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>" for k, v in prov.items())
     return f"""<!DOCTYPE html>
 <html><head><meta charset="utf-8"><title>{html.escape(title)}</title>
-{_plotlyjs()}
+{_plotlyjs(list(figures.values()))}
 <style>body{{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}}
 table{{border-collapse:collapse;font-size:0.9em}}td,th{{border:1px solid #ddd;padding:3px 8px;text-align:right}}
 section{{margin:2em 0}}</style></head>
@@ -215,16 +240,16 @@ def notebook_html(notebook: Path | str) -> str:
     HTMLExporter = need("nbconvert", "notebooks", "a notebook report").HTMLExporter
 
     nb = nbformat.read(str(notebook), as_version=4)
-    count = 0
+    figures = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):
             spec = output.get("data", {}).get(PLOTLY_MIME)
             if spec is not None:
-                count += 1
-                output["data"]["text/html"] = _figure_div(go.Figure(spec))
+                figures.append(go.Figure(spec))
+                output["data"]["text/html"] = _figure_div(figures[-1])
     body, _ = HTMLExporter(template_name="lab").from_notebook_node(nb)
-    if count:
-        body = body.replace("<head>", f"<head>\n{_plotlyjs()}", 1)
+    if figures:
+        body = body.replace("<head>", f"<head>\n{_plotlyjs(figures)}", 1)
     return body
 
 

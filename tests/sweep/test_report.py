@@ -1,6 +1,7 @@
 """HTML reports embed plotly.js and the figure data; notebook export draws plotly outputs."""
 
 import json
+from pathlib import Path
 
 import nbformat
 import plotly.graph_objects as go
@@ -49,7 +50,24 @@ def test_notebook_html_draws_plotly_outputs(tmp_path):
     path = tmp_path / "n.ipynb"
     nbformat.write(nb, path)
     page = report.notebook_html(path)
-    assert "bars-in-notebook" in page and "Plotly.newPlot" in page and get_plotlyjs()[:200] in page
+    assert "bars-in-notebook" in page and "Plotly.newPlot" in page
+    assert report.BASIC_JS.read_text()[:300] in page and get_plotlyjs()[:200] not in page  # a bar: the basic bundle
+
+
+def _notebook(tmp_path, fig) -> Path:
+    output = new_output("display_data", data={report.PLOTLY_MIME: json.loads(fig.to_json()), "text/plain": "Figure"})
+    path = tmp_path / "n.ipynb"
+    nbformat.write(new_notebook(cells=[new_code_cell("fig.show()", outputs=[output])]), path)
+    return path
+
+
+def test_a_trace_the_basic_bundle_lacks_or_another_version_of_it_embeds_the_full_plotlyjs(tmp_path, monkeypatch):
+    flows = go.Figure(go.Sankey(node={"label": ["a", "b"]}, link={"source": [0], "target": [1], "value": [1]}))
+    assert get_plotlyjs()[:200] in report.notebook_html(_notebook(tmp_path, flows))
+    older = tmp_path / "plotly-basic.min.js"
+    older.write_text("/**\n* plotly.js (basic - minified) v0.0.1\n*/\n")
+    monkeypatch.setattr(report, "BASIC_JS", older)
+    assert get_plotlyjs()[:200] in report.notebook_html(_notebook(tmp_path, go.Figure(go.Bar(x=["a"], y=[1]))))
 
 
 def test_report_of_a_folder_that_is_not_a_sweep(tmp_path, capsys):
