@@ -169,7 +169,13 @@ class Gateway:
             done.cut_off += reply.get("finish_reason") == "length" or ending == "cut_off"
             if output is None:
                 break
+            read_as = reply.get("read_as")  # played back as the run read it (a fork): its reading, its repair
             try:
+                if read_as is not None:
+                    if "unread" in read_as:
+                        raise ValueError(read_as["unread"])
+                    done.parsed, done.echo = output.model_validate(read_as["output"]), read_as.get("echo", False)
+                    break
                 done.parsed = reading.parse(output, reply["text"], free_text, ending)
                 if echoed := getattr(output, "echoed", None):
                     done.echo = echoed(reply["text"], shown)
@@ -181,13 +187,15 @@ class Gateway:
                 note = ""
                 if ending is not None:
                     done.faults.append(ending)
-                    error += reading.ENDINGS[ending].format(max_tokens=params["max_tokens"])
+                    if read_as is None:  # a recorded error says how the reply ended already
+                        error += reading.ENDINGS[ending].format(max_tokens=params["max_tokens"])
                     note = (reading.CUT_OFF_NOTE.format(max_tokens=params["max_tokens"]) if ending == "cut_off"
                             else reading.LOOP_NOTE)
                 if repair == 1:  # the repaired reply failed too: no third try
                     done.error, done.error_kind = f"parse: {error}", "parse"
                     break
-                request = getattr(output, "repair_prompt", reading.REPAIR_PROMPT).format(error=error) + note
+                request = (read_as or {}).get("repair_prompt") or \
+                    getattr(output, "repair_prompt", reading.REPAIR_PROMPT).format(error=error) + note
                 done.repairs.append({"text": done.text, "error": error, "repair_prompt": request})
                 messages = [*messages, {"role": "assistant", "content": done.text}, {"role": "user", "content": request}]
         done.latency = time.perf_counter() - started

@@ -24,9 +24,9 @@ of what it did: `missing` (asked, not recorded), `live` (asked of the fallback),
 `unasked()` (recorded, not asked).
 
 `Forked` serves a fork of a run (`debatekit.sweep.forks`): the rounds before the fork round are
-played back as above, whatever the response cache holds, except that a call it cannot play back as
-the run had it (not recorded, or a reply the run read that does not read today) stops the fork
-(`NotRecordedError`); every later call is asked of a model.
+played back as above, whatever the response cache holds, but each reply as the run read it (`as_read`:
+its recorded reading, its recorded repair), so that they are the run's to the letter; a call it cannot
+play back stops the fork (`NotRecordedError`); every later call is asked of a model.
 """
 
 from __future__ import annotations
@@ -60,7 +60,12 @@ def place(item_id, seed, agent, phase, round, messages: list[dict]) -> tuple:
     return (str(item_id), seed, agent, phase, round, asked)
 
 
-def attempts(event: dict) -> list[tuple[list[dict], dict]]:
+READ_AS = "read_as"
+"""A played-back reply's key for how the run read it (`as_read`): `{"output": ...}` (with `echo`), or
+`{"unread": error}`; the gateway then takes that reading instead of reading the text again."""
+
+
+def attempts(event: dict, as_read: bool = False) -> list[tuple[list[dict], dict]]:
     """The (messages, reply) of each attempt a call event records: its repaired replies, then the
     last. A reply is its text and usage; an event with per-reply records (`replies`) gives each
     reply its own, an older one puts the call's usage on its last reply and, when the call was
@@ -88,20 +93,35 @@ def attempts(event: dict) -> list[tuple[list[dict], dict]]:
             out.append((messages, {"error": event["error"], "error_kind": event.get("error_kind"),
                                    "faults": [f for f in event.get("faults") or [] if f not in READ_FAULTS]}))
         elif isinstance(text, str) and (not per_reply or records[k].get("chars", len(text)) == len(text)):
-            out.append((messages, {**usage, "text": text}))  # a text the event holds cut short is left out
+            reply = {**usage, "text": text}  # a text the event holds cut short is left out
+            if as_read:
+                reply[READ_AS] = _read_as(event, repairs[k] if k < len(repairs) else None)
+            out.append((messages, reply))
         if k < len(repairs):
             messages = [*messages, {"role": "assistant", "content": text},
                         {"role": "user", "content": repairs[k].get("repair_prompt", "")}]
     return out
 
 
-def last_reply(event: dict) -> dict:
+def last_reply(event: dict, as_read: bool = False) -> dict:
     """The reply a call event ended with (its text and usage, or its error), for a call whose earlier
     replies were not recorded."""
     if event.get("error") and not (event.get("error_kind") == "parse" and event.get("text")):
         return {"error": event["error"], "error_kind": event.get("error_kind"),
                 "faults": [f for f in event.get("faults") or [] if f not in READ_FAULTS]}
-    return {**{key: event[key] for key in USAGE if key in event}, "text": event.get("text") or ""}
+    reply = {**{key: event[key] for key in USAGE if key in event}, "text": event.get("text") or ""}
+    return {**reply, READ_AS: _read_as(event, None)} if as_read else reply
+
+
+def _read_as(event: dict, repair: dict | None) -> dict:
+    """How the run read a reply of `event`: a repaired one (`repair` given) as unread, with the error
+    the repair request named; the last as the event's output, or unread where the call ended unread."""
+    if repair is not None:
+        return {"unread": repair.get("error") or "no final answer found in the reply",
+                "repair_prompt": repair.get("repair_prompt")}
+    if event.get("error_kind") == "parse" or event.get("output") is None:
+        return {"unread": str(event.get("error") or "parse: no final answer").removeprefix("parse: ")}
+    return {"output": event["output"], "echo": bool(event.get("echo"))}
 
 
 def _endings(faults: list[str]) -> list[str | None]:
@@ -121,9 +141,12 @@ class Recorded(Gateway):
     to its run seed (`DebateRecord.seed`), so that runs of one item under several seeds stay apart."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0,
-                 *, fallback: Gateway | None = None, unread_fails: bool = False, lost_as_last: bool = False):
+                 *, fallback: Gateway | None = None, unread_fails: bool = False, lost_as_last: bool = False,
+                 as_read: bool = False):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
+        self.as_read = as_read
+        """Whether each reply is played back as the run read it (`READ_AS`), not read again by today's code."""
         self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
         self.stops_run = False
         """Whether a call with no recorded reply stops the run (`NotRecordedError`) instead of failing."""
@@ -144,7 +167,7 @@ class Recorded(Gateway):
             seed = seeds.get(event.get("debate_id"))
             where = (event.get("item_id"), default_seed if seed is None else seed, event.get("agent"),
                      event.get("phase"), event.get("round"))
-            tries = attempts(event)
+            tries = attempts(event, as_read)
             if "messages" not in event:  # recorded before events kept their messages: found by the prompt's hash
                 first = (*where, f"{PROMPT_ONLY}{event.get('prompt_hash')}")
                 if tries and len(tries) == 1:
@@ -162,7 +185,7 @@ class Recorded(Gateway):
 
     def _lose(self, asked: tuple, event: dict) -> None:
         """A call repaired before repairs were recorded: only the reply it ended with is known."""
-        self.lost[asked] = last_reply(event)
+        self.lost[asked] = last_reply(event, self.as_read)
         if event.get("error_kind") == "parse":  # it ended unread in the run too
             self.left_unread.add(asked)
 
@@ -202,8 +225,8 @@ class Recorded(Gateway):
                 if call.get("first") not in self.left_unread:  # the run read it
                     self.unreadable.append(asked[:5])
                     if self.stops_run:  # a fork would go on from another history than its parent's
-                        raise NotRecordedError(asked[:5], "its recorded reply does not read today as it read in the "
-                                                          "run (a reader changed since; `debatekit rescore` shows how)")
+                        raise NotRecordedError(asked[:5], "the run read its reply after a repair that is not "
+                                                          "recorded as asked here")
                 return None
             if self.fallback is not None:
                 call["live"] = True
@@ -223,8 +246,9 @@ class Recorded(Gateway):
         done.cache_hits += 1
         self.stats["cache_hits"] += 1
         reply = {k: v for k, v in reply.items() if k not in ("key", "request")}
-        add_usage(done, reply)
-        done.replies.append(reply_record(key, reply, request))
+        kept = {k: v for k, v in reply.items() if k != READ_AS}
+        add_usage(done, kept)
+        done.replies.append(reply_record(key, kept, request))
         return reply
 
 
@@ -250,14 +274,14 @@ class Forked(Recorded):
     """A fork's gateway (`debatekit.sweep.forks`): a call of a round before `at_round` is answered from
     the parent's call events, as `Recorded` answers it, with the reply it ended with where the parent
     did not record the replies it repaired (`lost_as_last`: what the parent's later rounds were built
-    on; one the parent left unread ends unread again, `unread_fails`). A call the parent did not record
-    at all, or whose reply the parent read and today's reader does not, stops the fork
-    (`NotRecordedError`): the fork would go on from another history than its parent's. Every other call (round `at_round` or later, or outside the numbered rounds) goes
+    on), and every reply read as the parent read it (`as_read`), whatever today's reader makes of it.
+    A call the parent did not record stops the fork (`NotRecordedError`): the fork would go on from
+    another history than its parent's. Every other call (round `at_round` or later, or outside the numbered rounds) goes
     to `live`, whose cache, health and counts are this gateway's too."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None], default_seed: int = 0, *,
                  at_round: int, live: Gateway):
-        super().__init__(events, seeds, default_seed, unread_fails=True, lost_as_last=True)
+        super().__init__(events, seeds, default_seed, unread_fails=True, lost_as_last=True, as_read=True)
         self.stops_run = True
         self.at_round, self.live_gateway = at_round, live
         self.stats = live.stats

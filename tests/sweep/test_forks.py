@@ -338,17 +338,51 @@ def test_a_call_missing_from_the_parents_record_stops_the_fork_before_that_debat
     assert "q3" not in {d.item_id for d in run_debates(out)}
 
 
-def test_a_parent_reply_that_no_longer_reads_stops_the_fork(parent, tmp_path):
+def test_a_parent_reply_that_no_longer_reads_is_played_back_as_the_parent_read_it(parent, tmp_path):
     def unreadable(e):  # a reply the run read, which today's reader cannot
         if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1):
             e = {k: v for k, v in e.items() if k != "replies"} | {"text": "I think the answer is eleven."}
         return e
 
     _rewrite_events(parent, unreadable)
-    with pytest.raises(ForkError, match="item q1, agent2 answer round 1: its recorded reply does not read today as "
-                                        "it read in the run"):
-        fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False)
-    assert "q1" not in {d.item_id for d in run_debates(tmp_path / "fork")}
+    result = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert {r.round for r in asked()} == {2, 3}
+    (q1,) = [d for d in result.debates if d.item_id == "q1"]
+    assert q1.rounds[0].answers == {"agent1": 10, "agent2": 11, "agent3": 11}  # the parent's reading, not today's
+    played = next(e for e in events(tmp_path / "fork") if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1))
+    assert played["output"]["answer"] == 11 and not played["faults"] and played["cache_hit"]
+
+
+def test_a_parent_call_repaired_in_the_run_is_played_back_with_its_repair_though_today_reads_it_first(
+        tmp_path, arithmetic_file, monkeypatch):
+    from debatekit.models import reading as reader
+
+    def prose_once(req):
+        repairing = "Your previous reply" in req.messages[-1]["content"]
+        if (req.item_id, req.agent, req.round) == ("q1", "agent2", 1) and not repairing:
+            return "I think it is eleven."
+        return reply(req)
+
+    model = scripted.register("fork-parent", fn=prose_once)
+    run(RunConfig(protocol="society_of_mind", dataset=str(arithmetic_file), model=model, params={"rounds": 2}),
+        tmp_path / "parent", progress=False)
+    repaired = [e for e in events(tmp_path / "parent") if e["repairs"]]
+    assert [(e["item_id"], e["agent"], e["round"], e["output"]["answer"]) for e in repaired] == [("q1", "agent2", 1, 11)]
+    reading = reader.parse
+
+    def lenient(output, text, free_text, ending):  # today's reader reads the prose the run had repaired
+        if "eleven" in text:
+            return output.model_validate({"reasoning": text, "answer": 12})
+        return reading(output, text, free_text, ending)
+
+    monkeypatch.setattr(reader, "parse", lenient)
+    scripted.register("fork-parent", fn=prose_once)
+    result = fork(tmp_path / "parent", at_round=2, out=tmp_path / "fork", cache=False, progress=False)
+    assert {r.round for r in asked()} == {2}  # the repair too came from the record
+    (q1,) = [d for d in result.debates if d.item_id == "q1"]
+    assert q1.rounds[0].answers["agent2"] == 11
+    played = next(e for e in events(tmp_path / "fork") if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1))
+    assert [r["text"] for r in played["repairs"]] == ["I think it is eleven."] and played["faults"] == ["parse"]
 
 
 def test_a_parent_call_repaired_before_repairs_were_recorded_plays_back_the_reply_it_ended_with(parent, tmp_path):
