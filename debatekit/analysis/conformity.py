@@ -203,8 +203,7 @@ def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int
     flips = flips[(flips["flip"] == "right_to_wrong") & flips["position"].isin(["minority", "majority"])]
     lost = flips.pivot(index=keys, columns="position", values="rate").add_prefix("right_to_wrong_")
     right = flips.pivot(index=keys, columns="position", values="at_risk").add_prefix("right_in_")
-    held = rounds if "move" in getattr(rounds, "rounds", rounds) else answer_transitions(rounds, imposed=True)
-    drift = martingale_test(held, by, n_boot=n_boot, seed=seed).set_index(keys)  # every answer held, imposed too
+    drift = martingale_test(rounds, by, n_boot=n_boot, seed=seed).set_index(keys)  # every answer held, imposed too
     out = moves.join(totals).join(lost).join(right).join(drift[["change", "low", "high", "zero_inside"]])
     return out.reset_index().reindex(columns=columns)
 

@@ -142,13 +142,13 @@ class Recorded(Gateway):
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0,
                  *, fallback: Gateway | None = None, unread_fails: bool = False, lost_as_last: bool = False,
-                 as_read: bool = False):
+                 as_read: bool = False, stops_run: bool = False):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
         self.as_read = as_read
         """Whether each reply is played back as the run read it (`READ_AS`), not read again by today's code."""
         self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
-        self.stops_run = False
+        self.stops_run = stops_run
         """Whether a call with no recorded reply stops the run (`NotRecordedError`) instead of failing."""
         self.lost: dict[tuple, dict] = {}
         """The last reply of each call repaired before repairs were recorded (its first reply is lost);
@@ -276,13 +276,13 @@ class Forked(Recorded):
     did not record the replies it repaired (`lost_as_last`: what the parent's later rounds were built
     on), and every reply read as the parent read it (`as_read`), whatever today's reader makes of it.
     A call the parent did not record stops the fork (`NotRecordedError`): the fork would go on from
-    another history than its parent's. Every other call (round `at_round` or later, or outside the numbered rounds) goes
-    to `live`, whose cache, health and counts are this gateway's too."""
+    another history than its parent's. Every other call (round `at_round` or later, or outside the
+    numbered rounds) goes to `live`, whose cache, health and counts are this gateway's too."""
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None], default_seed: int = 0, *,
                  at_round: int, live: Gateway):
-        super().__init__(events, seeds, default_seed, unread_fails=True, lost_as_last=True, as_read=True)
-        self.stops_run = True
+        super().__init__(events, seeds, default_seed, unread_fails=True, lost_as_last=True, as_read=True,
+                         stops_run=True)
         self.at_round, self.live_gateway = at_round, live
         self.stats = live.stats
 

@@ -79,9 +79,9 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     if "agents" in before and before["agents"] != after["agents"]:
         raise ForkError(f"a fork keeps its parent's agents ({before['agents']}); the parent recorded no round "
                         f"before {at_round} for agents={after['agents']}")
-    if Path(out).resolve().is_relative_to(folder.path.resolve()):
-        where = "is the parent run's folder" if Path(out).resolve() == folder.path.resolve() else \
-            f"is inside the parent run's folder {folder.path}"
+    target, home = Path(out).resolve(), folder.path.resolve()
+    if target.is_relative_to(home):
+        where = "is the parent run's folder" if target == home else f"is inside the parent run's folder {folder.path}"
         raise ForkError(f"--out {out} {where}: a fork is a run folder of its own, beside its parent")
     if intervention is not None and intervention.show is not None and not spec.shows_replies:
         raise ForkError(f"intervention {intervention.name!r} changes the replies an agent reads, and protocol "
