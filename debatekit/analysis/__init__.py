@@ -15,7 +15,7 @@
 
 from debatekit._base.lazy import exports
 
-__all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "compare", "config_table",
+__all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "compare", "compare_runs", "config_table",
            "conformity_summary", "convergence_curve", "decomposition", "detectable_difference", "equal_budget",
            "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "fork_accuracy", "fork_effect",
            "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front", "round_metrics",
@@ -28,5 +28,5 @@ __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("answer_transitions", "conformity_summary", "flips_by_position", "martingale_test",
                      "switch_rates"), "conformity"),
     **dict.fromkeys(("ForkEffect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"), "forks"),
-    "compare": "paired", "decomposition": "decompose",
+    "compare": "paired", "compare_runs": "paired", "decomposition": "decompose",
     "detectable_difference": "power", "items_needed": "power"})

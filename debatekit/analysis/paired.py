@@ -105,16 +105,21 @@ def _settings(record) -> dict:
             "model": getattr(record, "model", None), "seed": getattr(config, "seed", 0)}
 
 
-def compare_runs(tables: Any, records: Sequence, baseline: str | None = None,
+def compare_runs(tables: Any, records: Sequence | None = None, baseline: str | None = None,
                  labels: dict[str, str] | None = None) -> pd.DataFrame:
-    """`compare` of whole runs, each under its `run_labels` label.
+    """`compare` of whole runs, each under its `run_labels` label (what `debatekit compare` prints):
+    `compare_runs(load_runs([a, b]))` tells apart two runs of one protocol by what differs.
 
     Args:
         tables: `analysis.load_runs` of the runs' folders.
-        records: the runs' `RunRecord`s.
+        records: the runs' `RunRecord`s; default read from the folders `tables` was loaded from.
         baseline: the label to compare against; default the first run's.
         labels: `run_labels(records)`, when the caller has them already.
     """
+    if records is None:
+        from debatekit.records.trace import RunFolder
+
+        records = [RunFolder(path).read_run() for path in tables.runs["path"]]
     labels = labels or run_labels(records)
     frame = tables.debates.assign(config=tables.debates["run_id"].map(labels))
     return compare(frame, baseline=baseline or labels[records[0].run_id], by="config")
@@ -152,8 +157,11 @@ def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = 
         not independent).
 
     Raises:
-        ValueError: an unknown baseline, or fewer than two configurations.
+        ValueError: an unknown baseline, fewer than two configurations, runs of different datasets,
+            or two runs under one configuration label that answer the same item and seed
+            (`compare_runs` labels each run by the settings that tell it apart).
     """
+    _same_dataset(getattr(tables, "runs", None))
     frame = _labelled(getattr(tables, "debates", tables), by)
     labels = list(dict.fromkeys(frame["config"]))
     if len(labels) < 2:
@@ -167,11 +175,38 @@ def compare(tables: Any, baseline: str | None = None, by: str | Sequence[str] = 
     return pd.DataFrame(rows, columns=COLUMNS)
 
 
+def _same_dataset(runs: pd.DataFrame | None) -> None:
+    if runs is None or runs.empty:
+        return
+    key = "dataset_sha256" if "dataset_sha256" in runs else "dataset"
+    if runs[key].nunique() > 1:
+        raise ValueError("the runs used different datasets (" + ", ".join(dict.fromkeys(runs["dataset"].astype(str)))
+                         + "): their items do not pair")
+
+
 def _labelled(frame: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
+    """The frame with its configuration label (`config`) and each row's seed index within its
+    configuration (`_seed`: 0 for its lowest seed, 1 for the next...), so that runs made from
+    different base seeds pair seed for seed. A row recorded twice for one item and seed of one
+    run keeps the later; two runs under one label that answer the same item and seed are refused
+    (one would silently replace the other), while runs of other seeds join as that label's seeds."""
     keys = [by] if isinstance(by, str) else list(by)
     label = frame[keys[0]].astype(str) if len(keys) == 1 else frame[keys].astype(str).agg(" ".join, axis=1)
-    seeds = frame["seed"] if "seed" in frame else 0
-    return frame.assign(config=label, _seed=seeds).drop_duplicates(["config", "item_id", "_seed"], keep="last")
+    frame = frame.assign(config=label)
+    if "run_id" in frame:
+        keys = ["config", "item_id", *(["seed"] if "seed" in frame else [])]
+        rows = frame[keys + ["run_id"]].drop_duplicates()
+        clash = rows[rows.duplicated(keys, keep=False)]
+        if not clash.empty:
+            config, ids = clash["config"].iloc[0], list(dict.fromkeys(clash["run_id"]))
+            raise ValueError(f"runs {', '.join(map(str, ids))} both answer the same items under one configuration "
+                             f"{config!r} (by={by!r}): compare them with analysis.compare_runs, which labels "
+                             "each run by the settings that tell it apart, or pass by= columns that do")
+    if "seed" in frame:
+        seeds = frame["seed"].fillna(0).groupby(frame["config"], sort=False).rank(method="dense").astype(int) - 1
+    else:
+        seeds = 0
+    return frame.assign(_seed=seeds).drop_duplicates(["config", "item_id", "_seed"], keep="last")
 
 
 def equivalence(item_differences: Sequence[float], margin: float) -> tuple[float, float, float]:

@@ -121,7 +121,7 @@ def load_runs(paths: Iterable[Path | str]) -> Tables:
         folder = RunFolder(path)
         record = folder.read_run()
         run_row = {"run_id": record.run_id, "path": str(folder.path), "protocol": record.config.protocol,
-                   "dataset": record.dataset.name, "model": record.model, "config_hash": record.config_hash,
+                   "dataset": record.dataset.name, "dataset_sha256": record.dataset.sha256, "model": record.model, "config_hash": record.config_hash,
                    "seed": record.config.seed, "status": record.status, "created": record.created,
                    "finished": record.finished, "commits": _commits(record),
                    **_cut_off_work(record),
@@ -244,6 +244,9 @@ def round_metrics(tables: Tables) -> pd.DataFrame:
         known = by_round["cut_off"].agg(lambda s: s.sum() if s.notna().all() else float("nan"))  # one unknown: unknown
         out = out.join(by_round["parse_failures"].sum()).join(known) \
             .join(by_round["cut_off_unread"].sum()).join(by_round["echo"].mean().rename("echo_rate"))
+    for column in ("parse_failures", "cut_off", "cut_off_unread", "echo_rate"):  # no calls recorded: unknown
+        if column not in out:
+            out[column] = float("nan")
     return out.reset_index()
 
 

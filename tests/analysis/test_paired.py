@@ -175,3 +175,41 @@ def test_run_labels_shorten_only_model_settings_and_never_into_alike_names():
     assert short_model_names(["a/b", "a-b"]) == {"a/b": "a/b", "a-b": "a-b"}  # both would be 'b'
     assert short_model_names(["local/m/", "local/n/"]) == {"local/m/": "m", "local/n/": "n"}
     assert short_model_names(["local/m/", "local/m"]) == {"local/m/": "m/", "local/m": "m"}
+
+
+def test_two_runs_of_one_protocol_are_refused_not_merged_under_its_name(tmp_path, capsys):
+    """`analysis.compare(load_runs(...))` labels by protocol: two single runs answering the same items
+    would overwrite each other's rows; it says so and names the way out instead of keeping the last."""
+    a, b = run_two(tmp_path, capsys, right_on("paired-b3", B_RIGHT))
+    with pytest.raises(ValueError, match=r"runs .* both answer the same items under one configuration 'single'"
+                                         r".*compare_runs"):
+        analysis.compare(analysis.load_runs([a, b]))
+    (row,) = analysis.compare_runs(analysis.load_runs([a, b])).itertuples()
+    assert (row.config, row.baseline, row.pairs) == ("single model=b3", "single model=a", N)
+    assert (row.only_config, row.only_baseline) == (ONLY_B, ONLY_A)
+    records = [analysis.load_runs([path]).runs.iloc[0] for path in (a, b)]
+    assert {r["dataset_sha256"] for r in records} == {records[0]["dataset_sha256"]}
+
+
+def test_runs_of_different_datasets_are_refused(tmp_path, capsys):
+    a, _ = run_two(tmp_path, capsys, right_on("paired-b4", B_RIGHT))
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps({"id": "q0", "question": "What is 0?", "answer": 0}) + "\n")
+    assert main(["run", "self_consistency", "--dataset", str(other), "--model", right_on("paired-c", {0}),
+                 "--out", str(tmp_path / "c"), "--quiet", "--no-cache"]) == 0
+    with pytest.raises(ValueError, match="different datasets"):
+        analysis.compare(analysis.load_runs([a, tmp_path / "c"]))
+
+
+def test_runs_made_from_different_base_seeds_pair_seed_for_seed(tmp_path, capsys):
+    """Seeds pair by their index within a configuration: run A's seeds 0, 1 against run B's 7, 8."""
+    data = dataset(tmp_path)
+    model = right_on("paired-seeds", A_RIGHT)
+    for name, seed in (("a", "0"), ("b", "7")):
+        assert main(["run", "single", "--dataset", data, "--model", model, "--limit", "20", "--seeds", "2",
+                     "--seed", seed, "--out", str(tmp_path / name), "--quiet", "--no-cache"]) == 0
+    capsys.readouterr()
+    assert main(["compare", str(tmp_path / "a"), str(tmp_path / "b")]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("single seed=7"))
+    assert " 40 " in row and "+0.00" in row and "nan" not in row
