@@ -55,6 +55,9 @@ def resolve(model: str | Model | None) -> Model:
     one), the one place that default is chosen. A `Model` is returned as it is."""
     if isinstance(model, Model):
         return model
+    if model is not None and not model.strip():
+        raise ValueError(f"the model string {model!r} names no model: give one, or leave it out for the default "
+                         f"({default_model()})")
     name = model or default_model()
     return Model(name, policy(name))
 

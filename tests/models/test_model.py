@@ -88,3 +88,17 @@ def test_the_gateway_takes_a_model_string_from_a_caller_outside_a_run():
     model = scripted.register("echo-string", fn=lambda req: req.messages[-1]["content"])
     done = asyncio.run(Gateway(cache=None).complete(model, [{"role": "user", "content": "hi"}]))
     assert isinstance(model, str) and done.ok and done.text == "hi" and done.model == model
+
+
+@pytest.mark.parametrize("name", ["", "  "])
+def test_an_empty_model_string_is_refused_not_read_as_the_default(name, tmp_path, capsys):
+    """`--model "$MODEL"` with MODEL unset must not start hours of work on the embedded model."""
+    with pytest.raises(ValueError, match="names no model"):
+        resolve(name)
+    from debatekit.cli.app import main
+
+    assert main(["run", "single", "--dataset", "arithmetic", "--limit", "1", "--model", name,
+                 "--out", str(tmp_path / "r"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "names no model" in err and len(err.strip().splitlines()) == 1
+    assert not (tmp_path / "r" / "debates.jsonl").exists()
