@@ -129,8 +129,14 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
     try:
         folder.create()
         folder.lock()  # one writer per folder, held until folder.close() below
+        held = resume and folder.exists
+        was = folder.read_run().config.limit if held else None
         record = open_record(folder, setup.config, setup.info, resume, setup.spec.source, setup.cache,
                              setup.gateway.served_by, allow_protocol_change, parent)
+        if held and not record.resumes:
+            print(f"debatekit: no debate of the run in {folder.path} got an answer; it starts again there "
+                  "with the changed setting", file=sys.stderr)
+        _say_growth(folder.path, was, record)
     except BaseException:
         folder.close()
         setup.close()
@@ -387,6 +393,15 @@ async def _say_waits(bar, gateway: Gateway, desc: str, debates: list[asyncio.Fut
         if note != said:
             bar.set_description(f"{desc} ({note})" if note else desc)
             said = note
+
+
+def _say_growth(path: Path, was: int | None, record: RunRecord) -> None:
+    """One line when a resume grows a run past the items it was limited to: without `--limit`, a
+    resume of a 6-item run goes on to the whole dataset (1,319 GSM8K items), which must not pass unsaid."""
+    limit = record.config.limit
+    if record.resumes and was is not None and (limit is None or limit > was):
+        to = "every item of the dataset" if limit is None else f"the first {limit} items"
+        print(f"debatekit: {path} ran the first {was} items; this resume goes on to {to}", file=sys.stderr)
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

@@ -97,6 +97,9 @@ def test_resume_skips_finished_items(tmp_path, arithmetic_file, model_from):
     path.write_text(path.read_text().splitlines()[0] + "\n" + '{"torn": ')
     result = run(config(arithmetic_file, model, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
     assert len(set(asked)) == 1 and sorted(d.item_id for d in result.debates) == ["q1", "q2"]
+    # the half line is gone, not left in the middle of the file for other readers (pandas, jq) to trip on
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row["item_id"] for row in rows] == ["q1", "q2"]
 
 
 def test_resume_may_raise_the_limit_but_not_lower_it(tmp_path, arithmetic_file, model_from):
@@ -123,6 +126,24 @@ def test_existing_run_folder_is_not_overwritten(tmp_path, arithmetic_file, model
     run(config(arithmetic_file, model, limit=1), tmp_path / "r", progress=False)
     with pytest.raises(RunFolderError, match="already holds a run"):
         run(config(arithmetic_file, model, limit=1), tmp_path / "r", progress=False)
+
+
+def test_a_run_that_got_no_answer_resumes_under_the_fixed_setting_and_one_that_did_does_not(
+        tmp_path, arithmetic_file, model_from):
+    """A wrong model name fails every call: the run holds nothing to keep, so `--resume` with the
+    model fixed starts it again there (the advice printed on failure). Once a debate has an answer,
+    a changed setting is refused as before: it would mix two configurations in one run."""
+    typo = model_from(lambda req: scripted.Fault("not_found", "model gpt-4o-mnii does not exist"))
+    result = run(config(arithmetic_file, typo, limit=2, cache=False), tmp_path / "r", progress=False)
+    assert result.record.status == "failed" and not any(d.answered for d in result.debates)
+    good = model_from(lambda req: answer(10))
+    result = run(config(arithmetic_file, good, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
+    assert result.record.status == "complete" and result.record.config.model == good
+    assert [d.status for d in result.debates] == ["ok", "ok"] and not result.record.resumes
+    events = [json.loads(line) for line in (tmp_path / "r" / "events.jsonl").read_text().splitlines()]
+    assert {e["model"] for e in events} == {good}
+    with pytest.raises(RunFolderError, match="configuration differs"):
+        run(config(arithmetic_file, typo, limit=2, cache=False), tmp_path / "r", resume=True, progress=False)
 
 
 def test_a_crashing_debate_is_recorded_as_failed_and_the_run_goes_on(tmp_path, arithmetic_file, model_from):

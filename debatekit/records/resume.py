@@ -68,6 +68,11 @@ def open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source
     """
     if folder.exists and not resume:
         raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
+    if resume and folder.exists and not any(d.answered for d in folder.debates()) and changed(folder, config):
+        # a run none of whose debates got an answer (a wrong model name or setting failed every call)
+        # holds nothing to keep: fixing that setting and resuming starts it again under the new one
+        folder.clear()
+        resume = False
     if resume and folder.exists:
         record, wanted = folder.read_run(), config_hash(config)
         if extends(record, config):  # the first items are the same, so the finished ones still count
@@ -105,6 +110,15 @@ def open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source
                            model=config.run_model, dataset=info, protocol_source=source, parent=parent)
     folder.write_run(record)
     return record
+
+
+def changed(folder: RunFolder, config: RunConfig) -> bool:
+    """Whether `config` differs from the configuration of the run in `folder` (False where its
+    run.json cannot be read: the resume then says why)."""
+    try:
+        return folder.read_run().config_hash != config_hash(config)
+    except RunFolderError:
+        return False
 
 
 def extends(record: RunRecord, config: RunConfig) -> bool:

@@ -81,13 +81,17 @@ def read_jsonl_numbered(path: Path) -> Iterator[tuple[int, dict]]:
 
 
 def parsed(lines) -> Iterator[tuple[int, dict]]:
+    """(line number, row) of each complete line that holds a JSON object; a torn line, garbage or a
+    JSON value that is not an object (`[1, 2]`, `42`) is skipped."""
     for number, line in enumerate(lines, start=1):
         if not line.endswith("\n"):
             continue
         try:
-            yield number, json.loads(line)
+            row = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
+        if isinstance(row, dict):
+            yield number, row
 
 
 def replace_file(path: Path, lines) -> None:

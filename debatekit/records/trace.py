@@ -158,10 +158,21 @@ class RunFolder:
         return (self.path / RUN_FILE).exists()
 
     def read_run(self) -> RunRecord:
+        path = self.path / RUN_FILE
         try:
-            return RunRecord.model_validate_json((self.path / RUN_FILE).read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
         except (OSError, ValueError) as exc:
-            raise RunFolderError(f"{self.path / RUN_FILE} cannot be read: {exc}") from exc
+            raise RunFolderError(f"{path} cannot be read: {exc}") from exc
+        try:
+            row = json.loads(text)
+        except (json.JSONDecodeError, RecursionError) as exc:
+            what = "empty" if not text.strip() else f"not JSON ({exc}; cut off?)"
+            raise RunFolderError(f"{path} cannot be read: it is {what}; restore it from git or a copy") from exc
+        try:
+            return RunRecord.model_validate(row)
+        except ValidationError as exc:
+            field, message = first_error(exc, default="the record")
+            raise RunFolderError(f"{path} cannot be read: field {field!r}: {message}") from exc
 
     def write_run(self, record: RunRecord) -> None:
         self.path.mkdir(parents=True, exist_ok=True)
@@ -268,6 +279,7 @@ class RunFolder:
         re-runs their items, so that every call is counted once. Returns the dropped events that
         still read as JSON objects (a torn or garbled line is dropped too, and not returned)."""
         finished = self.recorded_debate_ids()
+        self._drop_unreadable_debates()
         dropped = []
         for path in _event_files(self.path):
             kept, cut = [], 0
@@ -286,6 +298,24 @@ class RunFolder:
             if cut:
                 replace_file(path, kept)
         return dropped
+
+    def clear(self) -> None:
+        """Remove the run's record (run.json, debates, call events) for a run to start again in the
+        folder; the caller holds that nothing in it is worth keeping."""
+        for path in (self.path / RUN_FILE, self.path / DEBATES_FILE, *_event_files(self.path)):
+            path.unlink(missing_ok=True)
+
+    def _drop_unreadable_debates(self) -> None:
+        """Remove the lines of the debates file that no reader takes (a half line a kill left at its
+        end, garbage): a resume appends after them, and a line of garbage in the middle of the file
+        breaks other readers of it (pandas, jq). The debate it may have been runs again."""
+        path = self.path / DEBATES_FILE
+        if not path.exists():
+            return
+        lines = list(_lines_of(path))
+        readable = {number for number, _ in parsed(lines)}
+        if len(readable) < len(lines):
+            replace_file(path, [line for number, line in enumerate(lines, start=1) if number in readable])
 
     def events(self) -> list[dict]:
         """Every call event of the run, packed ones first (read again if a pack removed the plain
