@@ -274,6 +274,9 @@ def test_tables_have_at_least_30_replies_per_answer_type():
     ("So it is \\boxed{Nice}", "Nice"),
     ("Paris, surely.\n\nFinal answer is Marseille.", "Marseille"),
     ("Just a line\nand the last one.", "and the last one"),
+    ("I think so.\nAnswer: ", None),  # a marker with nothing after it gives no answer, not the text "Answer:"
+    ("Paris, I think.\n**Final answer:**", None),
+    ("Answer:\nParis", "Paris"),
 ])
 def test_text_extractor(reply, expected):
     assert extract("text", reply) == expected

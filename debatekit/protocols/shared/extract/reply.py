@@ -113,4 +113,9 @@ def _text(segment: str, marked: bool) -> str | None:
     lines = [line.strip() for line in segment.strip().split("\n") if line.strip()]
     if not lines:
         return None
+    if not marked and BARE_MARKER.fullmatch(lines[-1]):
+        return None  # `Answer:` with nothing after it: the reply meant to give an answer and gave none
     return (lines[0] if marked else lines[-1]).strip(" .") or None
+
+
+BARE_MARKER = re.compile(r"\W*(?:final\s+)?answer\s*(?:is|:|=)?\s*:?\W*", re.IGNORECASE)
