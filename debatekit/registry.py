@@ -140,9 +140,17 @@ class ProtocolSpec:
 
     def map_flags(self, params: dict, **flags: Any) -> dict:
         """`params` plus each given generic value (`agents=N`, `rounds=N`) under this protocol's
-        parameter for it (`spec.flag`); a None value, or a flag the protocol has no parameter for, is skipped."""
-        mapped = {self.flag(name): value for name, value in flags.items() if value is not None}
-        return {**params, **{k: v for k, v in mapped.items() if k is not None}}
+        parameter for it (`spec.flag`); a None value, or a flag the protocol has no parameter for, is skipped.
+
+        Raises:
+            ValueError: a flag and `params` set the same parameter to different values.
+        """
+        mapped = {self.flag(name): (name, value) for name, value in flags.items() if value is not None}
+        mapped.pop(None, None)
+        for key, (name, value) in mapped.items():
+            if key in params and params[key] != value:
+                raise ValueError(f"--{name} {value} and --set {key}={params[key]} disagree; give {key} once")
+        return {**params, **{k: v for k, (_, v) in mapped.items()}}
 
     def generic(self, params: dict) -> dict:
         """`params` with a generic `agents`/`rounds` the protocol has no parameter of that name for

@@ -238,6 +238,7 @@ def test_review_show_reads_nothing_outside_the_run_folder(tmp_path, capfd, item_
     run_dir = tmp_path / "runs" / "run"
     (run_dir / "items").mkdir(parents=True)
     (run_dir / "items" / "link").symlink_to(outside)
+    (run_dir / "run.json").write_text("{}")
     entry = {"run_id": "r", "debate_id": "d", "item_id": "x", "protocol": "single", "queued": 0.0,
              "item_dir": item_dir.format(outside=outside)}
     (run_dir / "review_queue.jsonl").write_text(json.dumps(entry) + "\n")

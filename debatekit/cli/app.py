@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ from typing import Any
 import yaml
 
 from debatekit import __version__
-from debatekit.cli.flags import add_config_flags, config_settings, positive
+from debatekit.cli.flags import add_config_flags, config_settings, out_path, positive
 from debatekit.cli.tables import TABLE_WIDTH, paired_block, summary_table
 
 
@@ -55,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the most rounds a debate may run (the parameter `debatekit protocols NAME` marks)")
     run.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                      help="protocol parameter, repeatable (e.g. --set temperature=0.2)")
-    run.add_argument("--out", help="run folder (with several protocols: a parent folder)")
+    run.add_argument("--out", type=out_path, help="run folder (with several protocols: a parent folder)")
     run.add_argument("--resume", action="store_true", help="continue the run in --out, skipping finished items (a higher --limit grows it)")
     run.add_argument("--allow-protocol-change", action="store_true",
                      help="with --resume: continue although the protocol's file changed since the run began "
@@ -113,6 +114,8 @@ def cmd_run(args) -> int:
     resume = [args.resume] * len(outs)
     if args.resume:
         resume = _resumable(outs, args.out)
+    else:
+        _unused(outs)
     results = together([(config, out, again) for config, out, again in zip(configs, outs, resume)],
                        retry_degraded=args.retry_degraded, progress=not args.quiet,
                        allow_protocol_change=args.allow_protocol_change)
@@ -175,6 +178,17 @@ def _resumable(outs: list[Path], parent: str) -> list[bool]:
         if not was:
             print(f"debatekit: {out} was never begun; starting it", file=sys.stderr)
     return begun
+
+
+def _unused(outs: list[Path | None]) -> None:
+    """Refuse, before any run starts, a run folder that already holds a run (each run would find out
+    only when it starts: `run A B` would spend A's hours before B's folder says no). One run finds
+    out at once by itself, and says first whether another process is writing there."""
+    from debatekit.records.trace import RunFolder, RunFolderError
+
+    for out in outs if len(outs) > 1 else []:
+        if out is not None and RunFolder(out).exists:
+            raise RunFolderError(f"run folder {out} already holds a run; use --resume or another --out")
 
 
 def _check_all_used(args, sets: dict, specs) -> None:
@@ -268,6 +282,10 @@ def main(argv: list[str] | None = None) -> int:
     except signals.Drained as exc:  # asked for (`debatekit drain`): not an error, but not finished either
         print(f"debatekit: {exc} (the same command with --resume continues)", file=sys.stderr)
         return 3
+    except BrokenPipeError:  # `debatekit show RUN | head`: the reader has what it wanted; end quietly, as
+        # a tool killed by SIGPIPE does, with stdout pointed elsewhere so that its flush at exit cannot fail
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as exc:  # the machine, not the input: a full disk before the run began, a vanished folder
         print(f"debatekit: error: {exc.filename}: {exc.strerror}" if exc.filename else f"debatekit: error: {exc}",
               file=sys.stderr)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 
@@ -17,6 +18,7 @@ def run(args) -> int:
     from debatekit.analysis import load_runs
     from debatekit.analysis.decompose import across_runs, format_across
     from debatekit.analysis.paired import compare_runs, format_comparison, run_labels
+    from debatekit.cli.show import state_line
     from debatekit.records.trace import RunFolder
 
     if len(args.runs) < 2:
@@ -33,6 +35,11 @@ def run(args) -> int:
     unfinished = [path for path, r in zip(args.runs, records) if r.run_id not in set(tables.debates.get("run_id", []))]
     if unfinished:
         raise ValueError(f"{', '.join(map(str, unfinished))}: no finished debate yet, nothing to compare")
+    for path, record in zip(args.runs, records):
+        shown = (tables.debates["run_id"] == record.run_id).sum()
+        note = state_line(path, record, int(shown)).strip()
+        if note:
+            print(visible(f"note: {note}"), file=sys.stderr)
     labels = run_labels(records)
     table = compare_runs(tables, records, baseline=args.baseline, labels=labels)
     if table["pairs"].sum() == 0:

@@ -13,6 +13,7 @@ continues, and removes the request as it starts.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from debatekit._base import files
@@ -32,8 +33,22 @@ def run(args) -> int:
     is_run = (folder / "run.json").exists()
     if not is_run and not (folder / "sweep.json").exists():
         raise ValueError(f"{folder} holds no run (run.json) and no sweep (sweep.json)")
+    ended = _ended(folder / "run.json") if is_run else None
+    if ended:
+        print(f"{folder}: its run has ended ({ended}): nothing to drain")
+        return 0
     files.write_text(folder / DRAIN_FILE, "drain requested by `debatekit drain`\n")
     what = "its run starts" if is_run else "its points start"
     print(f"asked {folder} to drain: {what} no new debate, the debates already started finish, then it stops "
           f"(watch for 'drained' in its output; the same command, with --resume for a run, continues)")
     return 0
+
+
+def _ended(run_file: Path) -> str | None:
+    """The status of a run that has ended (complete, interrupted, failed), or None: running, or not
+    yet readable (a run that is starting is asked all the same)."""
+    try:
+        status = json.loads(run_file.read_text(encoding="utf-8")).get("status")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return status if status in ("complete", "interrupted", "failed") else None

@@ -5,6 +5,7 @@ that a setting added to `RunConfig` is a flag with no other edit. `RUN_FLAGS` ho
 from __future__ import annotations
 
 import argparse
+import os
 import typing
 
 RUN_FLAGS: dict[str, dict | None] = {
@@ -29,6 +30,14 @@ def positive(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def out_path(text: str) -> str:
+    """An `--out` path: `~` expanded (the shell leaves `--out=~/x` as it is), an empty one refused
+    (`--out "$DIR"` with DIR unset would write into the current folder)."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path names no folder")
+    return os.path.expanduser(text)
 
 
 def add_config_flags(parser: argparse.ArgumentParser, config_type: type | None = None) -> None:

@@ -14,13 +14,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from debatekit.cli.flags import out_path
+
 
 def add(subparsers) -> dict:
     p = subparsers.add_parser("fork", help="fork a recorded run at a round and change one thing from there")
     p.add_argument("run", metavar="RUN", help="the run folder to fork")
     p.add_argument("--at-round", type=int, required=True, metavar="R",
                    help="the first round asked of a model; the rounds before it come from the record")
-    p.add_argument("--out", required=True, metavar="NEW", help="the fork's run folder")
+    p.add_argument("--out", type=out_path, required=True, metavar="NEW", help="the fork's run folder")
     change = p.add_mutually_exclusive_group()
     change.add_argument("--replace", metavar="AGENT=BY",
                         help="in round R the others read BY in place of AGENT's previous reply: wrong, correct, "

@@ -89,7 +89,9 @@ def type_text(schema: dict, hint: Any = None) -> str:
     low = schema.get("minimum", schema.get("exclusiveMinimum"))
     high = schema.get("maximum", schema.get("exclusiveMaximum"))
     if low is not None or high is not None:
-        return f"{kind} {'' if low is None else low}..{'' if high is None else high}"
+        excluded = [str(schema[k]) for k in ("exclusiveMinimum", "exclusiveMaximum") if k in schema]
+        return (f"{kind} {'' if low is None else low}..{'' if high is None else high}"
+                + (f" ({' and '.join(excluded)} excluded)" if excluded else ""))
     return kind
 
 

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from debatekit.cli.flags import out_path
+
 
 def add(subparsers) -> dict:
     p = subparsers.add_parser("report", help="write a self-contained HTML report of a sweep folder or a notebook")
     p.add_argument("path", help="sweep folder (results/NAME) or an executed .ipynb")
-    p.add_argument("--out", help="HTML file (default: PATH/report.html, or the notebook's name with .html)")
+    p.add_argument("--out", type=out_path, help="HTML file (default: PATH/report.html, or the notebook's name with .html)")
     p.add_argument("--png", metavar="DIR", help="also write each sweep figure as PNG into DIR (kaleido + chromium)")
     return {"report": run}
 

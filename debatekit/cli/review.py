@@ -30,6 +30,8 @@ def cmd_review(args) -> int:
     run_dir = Path(args.run_dir)
     if not run_dir.is_dir():
         raise ValueError(f"run folder not found: {run_dir}")
+    if not (run_dir / "run.json").exists():  # a typo'd or parent folder would read as nothing to review
+        raise ValueError(f"{run_dir} is not a run folder (no run.json)")
     if (args.item is None) != (args.verdict is None):
         raise ValueError("--item and --verdict go together")
     if args.show:

@@ -46,7 +46,8 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
         raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
     debates = {d.item_id: d for d in folder.debates()}
     if item is None:
-        return fork_line(folder) + item_list(list(debates.values())) + conformity_block(list(debates.values()))
+        return (fork_line(folder) + state_line(folder.path, folder.read_run(), len(debates))
+                + item_list(list(debates.values())) + conformity_block(list(debates.values())))
     if item not in debates:
         ids = ", ".join(list(debates)[:10]) or "none"
         raise RunFolderError(f"no debate for item {item!r} in {folder.path}; items: {ids}")
@@ -63,6 +64,18 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
     if custom is not None and record.status == "ok":
         return custom(record, item_folder if item_folder.is_dir() else None)
     return generic(record, item_folder)
+
+
+def state_line(path: Path | str, record, recorded: int) -> str:
+    """For a run that did not end complete, a line saying so and how many debates it holds (its
+    figures are a part of the run's); "" for a complete run."""
+    if record.status == "complete":
+        return ""
+    planned = f" of {record.config.limit}" if record.config.limit is not None else ""
+    why = {"running": "run.json says running: it is still being written, or its process was killed",
+           "interrupted": "it was interrupted", "failed": "it failed"}.get(record.status, f"it is {record.status}")
+    reason = f" ({record.reason})" if record.reason and record.status != "running" else ""
+    return f"{path}: {why}{reason}; {recorded}{planned} debates recorded (--resume continues it)\n\n"
 
 
 def fork_line(folder: RunFolder) -> str:

@@ -21,6 +21,8 @@ import os
 import sys
 from pathlib import Path
 
+from debatekit.cli.flags import out_path
+
 import yaml
 
 from debatekit._base.terminal import visible
@@ -31,7 +33,7 @@ def add(subparsers) -> dict:
 
     p = subparsers.add_parser("study", help="run a study grid, its study notebook and report, resumably")
     p.add_argument("grid", help="grid YAML, e.g. results/studies/gsm8k/grid.yaml")
-    p.add_argument("--out", help="study folder (default: the grid's folder)")
+    p.add_argument("--out", type=out_path, help="study folder (default: the grid's folder)")
     p.add_argument("--workers", type=int, default=1, help="points run at once (keep 1 on a local model)")
     p.add_argument("--png", action="store_true", help="also write the headline figures as PNG (kaleido + chromium)")
     p.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -6,6 +6,7 @@ import functools
 import sys
 
 from debatekit._base.terminal import visible
+from debatekit.cli.flags import out_path
 
 RETRY_DEGRADED_HELP = ("also run again the debates that answered although some of their calls failed (degraded), "
                        "in complete points too; their other calls come from the response cache")
@@ -16,7 +17,7 @@ def add(subparsers) -> dict:
     p.add_argument("notebook", help="notebook with a `parameters` cell, e.g. notebooks/run_debate.ipynb (a shipped "
                                     "notebook's name alone finds it in an installed package too)")
     p.add_argument("--grid", required=True, help="grid YAML: parameters, grid (lists), points (explicit)")
-    p.add_argument("--out", required=True, help="sweep folder, e.g. results/NAME (a re-run skips complete points)")
+    p.add_argument("--out", type=out_path, required=True, help="sweep folder, e.g. results/NAME (a re-run skips complete points)")
     p.add_argument("--workers", type=int, default=1, help="points run at once, each in its own process")
     p.add_argument("--executor", choices=["local", "dask"], default="local",
                    help="where points run: local processes, or a Dask cluster (pip install 'debatekit[dask]')")

@@ -227,11 +227,27 @@ def _paired_html(data) -> str:
 def write_report(sweep_dir: Path | str, out: Path | str | None = None) -> Path:
     """Write `report.html` for a sweep folder (or to `out`)."""
     from debatekit.sweep import load
+    from debatekit.sweep.grid import SweepError
 
     data = load(sweep_dir)
+    if data.summary.empty:
+        raise SweepError(f"{sweep_dir}: no point of the sweep recorded a debate ({_failures(sweep_dir)}); "
+                         "nothing to report")
     path = Path(out) if out else Path(sweep_dir) / "report.html"
     files.write_text(path, report_html(data))
     return path
+
+
+def _failures(sweep_dir: Path | str) -> str:
+    """How many points failed and the first one's error, from the sweep's failures.json."""
+    path = Path(sweep_dir) / "failures.json"
+    try:
+        failed = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return "no failures.json: has it run?"
+    if not failed:
+        return "none failed: has it run?"
+    return f"{len(failed)} failed, the first with {failed[0].get('error', 'no error recorded')}"
 
 
 def notebook_html(notebook: Path | str) -> str:
@@ -239,7 +255,14 @@ def notebook_html(notebook: Path | str) -> str:
     nbformat = need("nbformat", "notebooks", "a notebook report")
     HTMLExporter = need("nbconvert", "notebooks", "a notebook report").HTMLExporter
 
-    nb = nbformat.read(str(notebook), as_version=4)
+    try:
+        nb = nbformat.read(str(notebook), as_version=4)
+        nbformat.validate(nb)
+        if not isinstance(nb.get("cells"), list) or not all(isinstance(c, dict) for c in nb.cells):
+            raise ValueError("its cells are not a list of cells")
+    except (ValueError, nbformat.ValidationError, AttributeError, KeyError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise ValueError(f"{notebook} is not a readable notebook: {first}") from exc
     figures = []
     for cell in nb.cells:
         for output in cell.get("outputs", []):

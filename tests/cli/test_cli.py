@@ -13,6 +13,12 @@ from tests.conftest import answer
     (["run", "single", "--dataset", "arithmetic", "--set", "colour=red"], "no chosen protocol has parameter 'colour'"),
     (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=many"], "parameter 'agents'"),
     (["run", "society_of_mind", "--dataset", "arithmetic", "--set", "agents=0"], "parameter 'agents'"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--model", "scripted/schema", "--agents", "4",
+      "--set", "agents=[alice, bob]"], "--agents 4 and --set agents=['alice', 'bob'] disagree"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--model", "scripted/schema", "--rounds", "3",
+      "--set", "rounds=2"], "--rounds 3 and --set rounds=2 disagree"),
+    (["run", "society_of_mind", "--dataset", "arithmetic", "--model", "scripted/schema", "--agents", "2",
+      "--set", "models=[scripted/schema, scripted/schema, scripted/schema]"], "3 models for 2 agents"),
 ])
 def test_bad_input_is_one_clear_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2
@@ -43,6 +49,8 @@ def test_a_name_with_no_close_match_gets_no_guess(capsys):
     (["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "x"], "argument --limit: 'x' is not a whole"),
     (["run", "society_of_mind"], "the following arguments are required: --dataset"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run", "single", "--dataset", "arithmetic", "--out", ""], "argument --out: an empty path names no folder"),
+    (["fork", "some/run", "--at-round", "2", "--out", " "], "argument --out: an empty path names no folder"),
 ])
 def test_parser_errors_are_one_clear_line_and_exit_2(capsys, argv, message):
     with pytest.raises(SystemExit) as exit_:
@@ -235,6 +243,10 @@ def test_drain_asks_a_run_folder_or_a_sweep_folder_and_refuses_anything_else(cap
     assert main(["drain", str(tmp_path)]) == 2  # neither a run nor a sweep: nothing to ask
     assert "holds no run (run.json) and no sweep (sweep.json)" in capsys.readouterr().err
     assert main(["drain", str(tmp_path / "missing")]) == 2 and not (tmp_path / DRAIN_FILE).exists()
+    (run_dir / DRAIN_FILE).unlink()
+    (run_dir / "run.json").write_text('{"status": "complete"}')  # nothing runs there: no request is left behind
+    assert main(["drain", str(run_dir)]) == 0 and not (run_dir / DRAIN_FILE).exists()
+    assert "its run has ended (complete): nothing to drain" in capsys.readouterr().out
 
 
 def test_a_drained_run_exits_3_with_one_line_saying_how_to_continue(capsys, tmp_path):
@@ -301,3 +313,52 @@ def test_a_narrow_run_table_names_the_left_out_columns_that_are_not_zero():
                        "tokens", "wall s")
     assert rows[1][1].endswith("…") and max(map(len, aligned(rows))) == 100
     assert note == "(not all zero in columns left out: degraded, looped; --wide shows them)\n"
+
+
+def test_a_flag_and_set_that_agree_are_one_setting(tmp_path, capsys):
+    assert main(["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
+                 "--rounds", "2", "--set", "rounds=2", "--out", str(tmp_path / "r"), "--quiet"]) == 0
+
+
+def test_run_of_several_protocols_refuses_a_used_folder_before_any_starts(tmp_path, capsys, model_from):
+    """`run A B --out D` where D/B holds a run: refused at once, not after A has run."""
+    asked = []
+    model = model_from(lambda req: asked.append(req) or answer(1))
+    assert main(["run", "society_of_mind", "--dataset", "arithmetic", "--limit", "1", "--model", model,
+                 "--out", str(tmp_path / "d" / "society_of_mind"), "--quiet"]) == 0
+    asked.clear()
+    capsys.readouterr()
+    assert main(["run", "single", "society_of_mind", "--dataset", "arithmetic", "--limit", "1", "--model", model,
+                 "--out", str(tmp_path / "d")]) == 2
+    assert "society_of_mind already holds a run" in capsys.readouterr().err
+    assert asked == [] and not (tmp_path / "d" / "single").exists()
+
+
+def test_a_resume_that_grows_the_run_says_so(tmp_path, capsys):
+    args = ["run", "single", "--dataset", "arithmetic", "--model", "scripted/schema", "--out", str(tmp_path / "r"),
+            "--quiet"]
+    assert main(args + ["--limit", "2"]) == 0
+    capsys.readouterr()
+    assert main(args + ["--limit", "2", "--resume"]) == 0
+    assert "this resume goes on" not in capsys.readouterr().err
+    assert main(args + ["--limit", "3", "--resume"]) == 0
+    assert "ran the first 2 items; this resume goes on to the first 3 items" in capsys.readouterr().err
+    assert main(args + ["--resume"]) == 0
+    assert "ran the first 3 items; this resume goes on to every item of the dataset" in capsys.readouterr().err
+
+
+def test_out_expands_a_tilde_the_shell_left(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    assert main(["run", "single", "--dataset", "arithmetic", "--limit", "1", "--model", "scripted/schema",
+                 "--out", "~/runs/x", "--quiet"]) == 0
+    assert (tmp_path / "runs" / "x" / "run.json").exists() and not (tmp_path / "~").exists()
+
+
+def test_protocols_name_says_which_ends_of_a_range_are_excluded(capsys):
+    """arbitration refuses threshold=1: its range must not read as if 1 were allowed."""
+    assert main(["protocols", "arbitration"]) == 0
+    out = capsys.readouterr().out
+    assert "number 0..1 (0 and 1 excluded)" in out
+    assert main(["protocols", "society_of_mind"]) == 0
+    assert "excluded" not in next(line for line in capsys.readouterr().out.splitlines() if line.startswith("agents"))

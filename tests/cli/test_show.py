@@ -174,3 +174,42 @@ def test_the_item_list_of_a_debate_ends_with_its_conformity_and_a_single_agent_r
                                      "+0.000", "[-0.034,", "+0.034]"]
     assert lines[at + 6].split()[:5] == ["2->3", "299", "0.82", "0.08", "0.10"] and len(lines) == at + 7
     assert "conformity" not in show(studies / "single-f36e1394")
+
+
+def test_show_into_a_reader_that_stops_early_ends_quietly(tmp_path):
+    """`debatekit show RUN | head -1`: no error line once the reader has gone, the exit status of a
+    tool ended by SIGPIPE."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "r"
+    assert main(["run", "single", "--dataset", "arithmetic", "--limit", "3", "--model", "scripted/schema",
+                 "--out", str(out), "--quiet"]) == 0
+    proc = subprocess.Popen([sys.executable, "-m", "debatekit.cli", "show", str(out)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before anything is written
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141 and err == ""
+
+
+def test_show_and_compare_say_when_a_run_is_not_complete(tmp_path, capsys):
+    """A killed run (run.json still `running`) is read for what it holds, with a line saying it is a part."""
+    import json
+
+    runs = {}
+    for name in ("single", "society_of_mind"):
+        runs[name] = tmp_path / name
+        assert main(["run", name, "--dataset", "arithmetic", "--limit", "3", "--model", "scripted/schema",
+                     "--out", str(runs[name]), "--quiet"]) == 0
+    capsys.readouterr()
+    assert main(["show", str(runs["single"])]) == 0
+    assert "debates recorded" not in capsys.readouterr().out
+    path = runs["society_of_mind"] / "run.json"
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "status": "running"}))
+    assert main(["show", str(runs["society_of_mind"])]) == 0
+    assert ("it is still being written, or its process was killed; 3 of 3 debates recorded (--resume continues it)"
+            in capsys.readouterr().out)
+    assert main(["compare", str(runs["single"]), str(runs["society_of_mind"])]) == 0
+    (note,) = [line for line in capsys.readouterr().err.splitlines() if line.startswith("note:")]
+    assert str(runs["society_of_mind"]) in note and "3 of 3 debates recorded" in note

@@ -115,3 +115,9 @@ def test_a_run_without_escalations_has_an_empty_queue(tmp_path, arithmetic_file)
                  tmp_path / "run", progress=False)
     assert not (tmp_path / "run" / review.QUEUE_FILE).exists()
     assert result.summary.escalated == 0 and result.summary.reviewed == 0
+
+
+def test_review_of_a_folder_that_holds_no_run_is_one_line(tmp_path, capsys):
+    assert main(["review", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line == f"debatekit: error: {tmp_path} is not a run folder (no run.json)"

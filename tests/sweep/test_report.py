@@ -75,6 +75,29 @@ def test_report_of_a_folder_that_is_not_a_sweep(tmp_path, capsys):
     assert "not a sweep folder" in capsys.readouterr().err
 
 
+def test_report_of_a_sweep_none_of_whose_points_ran_names_the_first_failure(tmp_path, capsys):
+    """Every point failed (an unknown dataset): one line with the first point's error, no KeyError."""
+    import pandas as pd
+
+    (tmp_path / "sweep.json").write_text(json.dumps({"points": [{"id": "p1", "parameters": {"protocol": "single"}}]}))
+    for table in ("summary", "rounds"):
+        pd.DataFrame().to_parquet(tmp_path / f"{table}.parquet")
+    (tmp_path / "failures.json").write_text(json.dumps([{"point_id": "p1", "status": "failed",
+                                                          "error": "cell 3: DatasetError: unknown dataset 'nosuch'"}]))
+    assert main(["report", str(tmp_path)]) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert "no point of the sweep recorded a debate (1 failed, the first with cell 3: DatasetError" in line
+
+
+def test_report_of_a_file_that_is_not_a_notebook_is_one_line(tmp_path, capsys):
+    for text in ("", "{}", "not json", '{"cells": 3}'):
+        (tmp_path / "bad.ipynb").write_text(text)
+        assert main(["report", str(tmp_path / "bad.ipynb")]) == 2
+        (line,) = capsys.readouterr().err.strip().splitlines()
+        assert "bad.ipynb is not a readable notebook" in line
+    assert not (tmp_path / "bad.html").exists()
+
+
 def test_baseline_roles_and_short_labels_come_from_the_protocol_spec():
     import pandas as pd
 

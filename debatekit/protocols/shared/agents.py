@@ -46,7 +46,11 @@ def agent_names(agents: int | list[str]) -> list[str]:
 def models_of(names: list[str], models: dict[str, str] | list[str],
               protocol: str = "society_of_mind") -> dict[str, str | None]:
     """Each agent's model (None: the run's): `models` maps agent names to models, or is a list taken in
-    turn over the agents; a name not among `names` is an error that names `protocol`."""
+    turn over the agents; a name not among `names`, or a list longer than the agents (some models
+    would never be asked), is an error that names `protocol`."""
+    if isinstance(models, list) and len(models) > len(names):
+        raise ProtocolError(f"{protocol}: {len(models)} models for {len(names)} agents: give at most one "
+                            "per agent (a shorter list is dealt out in turn)")
     if isinstance(models, dict):
         stray = sorted(set(models) - set(names))
         if stray:
