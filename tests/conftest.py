@@ -55,3 +55,16 @@ def model_from():
         return scripted.register(f"test-{id(fn)}-{counter['n']}", fn=fn)
 
     return make
+
+
+def dry_runs(folder: Path, *protocols: str, limit: int = 3) -> dict[str, Path]:
+    """Run each protocol on the first `limit` arithmetic items with `scripted/schema` (no real model),
+    each into `folder/NAME`; returns NAME -> run folder."""
+    from debatekit.cli.app import main
+
+    runs = {}
+    for name in protocols:
+        runs[name] = folder / name
+        assert main(["run", name, "--dataset", "arithmetic", "--limit", str(limit), "--model", "scripted/schema",
+                     "--out", str(runs[name]), "--quiet"]) == 0
+    return runs

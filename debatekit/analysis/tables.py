@@ -112,9 +112,13 @@ def _score_summary(debates: list[DebateRecord]) -> dict:
     return {"score": mean, "score_ci": [low, high]}
 
 
-def load_runs(paths: Iterable[Path | str]) -> Tables:
-    """Load run folders into tables (several runs concatenate; `run_id` tells them apart)."""
+def load_runs(paths: Iterable[Path | str] | Path | str) -> Tables:
+    """Load run folders into tables (several runs concatenate; `run_id` tells them apart); one
+    folder may be given alone."""
     from debatekit.records.trace import RunFolder
+
+    if isinstance(paths, (str, Path)):  # a string would otherwise be read as folders of one letter each
+        paths = [paths]
 
     runs, debates, rounds, turns = [], [], [], []
     for path in paths:

@@ -177,6 +177,13 @@ def _check_scorable(item: BaseModel, path: Path, number: int) -> None:
     where = f"{path}: line {number}"
     if isinstance(truth, float) and not math.isfinite(truth):
         raise DatasetError(f"{where}, field 'answer': {truth} can never be scored; give a number, or null for no truth")
+    for field in ("id", "question"):  # an agent asked nothing, or items no one can tell apart
+        value = getattr(item, field, None)
+        if isinstance(value, str) and not value.strip():
+            raise DatasetError(f"{where}, field {field!r}: it is empty")
+    if isinstance(truth, str) and not truth.strip():
+        raise DatasetError(f"{where}, field 'answer': an empty text can never be scored; give the answer, or null "
+                           "for no truth")
     if type(item) is Item:
         if isinstance(truth, (list, dict)):
             raise DatasetError(f"{where}, field 'answer': a {type(truth).__name__} can never be scored; give one "

@@ -1,6 +1,6 @@
 """Checks before a sweep starts any kernel: every point's configuration, and the size of the grid.
 
-A wrong value (`agents: three`, `limit: 0`, an unknown parameter or protocol) fails the whole sweep at once,
+A wrong value (`agents: three`, `limit: 0`, an unknown parameter, protocol or dataset) fails the whole sweep at once,
 naming the point, instead of after a kernel has started for each point. A grid of more than
 `LARGE` points to run says how many and roughly how long first, and asks before starting when
 stdin is a terminal (`--yes` skips the question).
@@ -25,8 +25,8 @@ def check_points(points: list[Point], base: Path | None = None) -> list:
     `base`, the grid's folder), its protocol parameters validated.
 
     Raises:
-        SweepError: the first point with an unknown protocol, an unknown parameter, a wrong value or a
-            run setting `RunConfig` refuses.
+        SweepError: the first point with an unknown protocol or dataset, an unknown parameter, a wrong
+            value or a run setting `RunConfig` refuses.
     """
     from pydantic import ValidationError
 
@@ -34,15 +34,20 @@ def check_points(points: list[Point], base: Path | None = None) -> list:
     from debatekit._base.validation import first_error
     from debatekit.sweep.point import point_config
 
-    checked, configs = set(), []
+    from debatekit.datasets import DatasetError, resolve
+
+    checked, found, configs = set(), set(), []
     for point in points:
         try:
             config = point_config(point.parameters, base)
+            if config.dataset not in found:  # the kernels run in this folder: a dataset it cannot find, they cannot
+                resolve(config.dataset)
+                found.add(config.dataset)
             key = json.dumps([config.protocol, config.params], sort_keys=True, default=str)
             if key not in checked:  # points that differ only in run settings (seed, dataset) are checked once
                 checked.add(key)
                 registry.get(config.protocol).validate(config.params)
-        except registry.ProtocolError as exc:
+        except (registry.ProtocolError, DatasetError) as exc:
             raise SweepError(f"point {point.id}: {exc}") from exc
         except ValidationError as exc:
             field, message = first_error(exc)

@@ -213,3 +213,10 @@ def test_runs_made_from_different_base_seeds_pair_seed_for_seed(tmp_path, capsys
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("single seed=7"))
     assert " 40 " in row and "+0.00" in row and "nan" not in row
+
+
+def test_load_runs_takes_one_folder_given_alone(tmp_path, capsys):
+    a, b = run_two(tmp_path, capsys, right_on("paired-b5", B_RIGHT))
+    for given in (a, str(a)):
+        tables = analysis.load_runs(given)
+        assert len(tables.runs) == 1 and len(tables.debates) == N

@@ -11,7 +11,7 @@ from debatekit.engine import Outcome
 from debatekit.protocols.judge_refine.report import trajectory_line
 from debatekit.records.schemas import RunConfig
 from debatekit.runner import run
-from tests.conftest import answer
+from tests.conftest import answer, dry_runs
 from tests.protocols.judge_refine.test_protocol import REASONERS, hyp, scripted_debate, three_each
 
 
@@ -196,11 +196,7 @@ def test_show_and_compare_say_when_a_run_is_not_complete(tmp_path, capsys):
     """A killed run (run.json still `running`) is read for what it holds, with a line saying it is a part."""
     import json
 
-    runs = {}
-    for name in ("single", "society_of_mind"):
-        runs[name] = tmp_path / name
-        assert main(["run", name, "--dataset", "arithmetic", "--limit", "3", "--model", "scripted/schema",
-                     "--out", str(runs[name]), "--quiet"]) == 0
+    runs = dry_runs(tmp_path, "single", "society_of_mind")
     capsys.readouterr()
     assert main(["show", str(runs["single"])]) == 0
     assert "debates recorded" not in capsys.readouterr().out

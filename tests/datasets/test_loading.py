@@ -68,6 +68,9 @@ def test_limit_and_info(tmp_path):
     ({"id": "q1", "question": "Describe.", "answer": {"x": 1}}, "line 1, field 'answer': a dict can never be scored"),
     ({"id": "q1", "question": "How much?", "answer": "NaN"}, "line 1, field 'answer': 'NaN' can never be scored"),
     ({"id": "q1", "question": "How much?", "answer": " -Infinity"}, "field 'answer': ' -Infinity' can never be scored"),
+    ({"id": "q1", "question": "How much?", "answer": " "}, "line 1, field 'answer': an empty text can never be scored"),
+    ({"id": "q1", "question": "  ", "answer": 3}, "line 1, field 'question': it is empty"),
+    ({"id": " ", "question": "How much?", "answer": 3}, "line 1, field 'id': it is empty"),
 ])
 def test_rows_that_cannot_be_scored_are_refused_at_load(tmp_path, capsys, row, message):
     from debatekit.cli.app import main

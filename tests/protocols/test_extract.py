@@ -472,3 +472,22 @@ def test_without_the_two_rules_those_replies_read_as_recorded(monkeypatch):
 ])
 def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
     assert extract(kind, reply, choices) == expected
+
+
+@pytest.mark.parametrize("kind, truth, fits", [
+    ("yesno", 330, False), ("yesno", "yes", True), ("yesno", True, True), ("yesno", "maybe", False),
+    ("integer", "Paris", False), ("integer", 18, True), ("number", "1,250", True), ("number", 2.5, True),
+    ("integer", True, False), ("text", 18, True),
+])
+def test_an_answer_kind_that_can_never_equal_the_truth_is_refused(kind, truth, fits):
+    """`--set answer=yesno` on integer truths would score every item wrong without a word."""
+    from types import SimpleNamespace
+
+    from debatekit.protocols.shared.answers import spec_for
+
+    item = SimpleNamespace(id="q1", answer=truth, choices=[])
+    if fits:
+        assert spec_for(item, kind).kind == kind
+    else:
+        with pytest.raises(ValueError, match=f"has the truth {truth!r}, which no answer of kind {kind} can equal"):
+            spec_for(item, kind)

@@ -7,6 +7,7 @@ import json
 
 from debatekit.cli.app import main
 from debatekit.records.storage import parsed
+from tests.conftest import dry_runs
 
 
 def test_parsed_takes_only_complete_json_objects():
@@ -15,11 +16,7 @@ def test_parsed_takes_only_complete_json_objects():
 
 
 def test_every_reader_skips_lines_that_are_not_objects(tmp_path, capsys):
-    runs = {}
-    for name in ("single", "society_of_mind"):
-        runs[name] = tmp_path / name
-        assert main(["run", name, "--dataset", "arithmetic", "--limit", "3", "--model", "scripted/schema",
-                     "--out", str(runs[name]), "--quiet"]) == 0
+    runs = dry_runs(tmp_path, "single", "society_of_mind")
     som = runs["society_of_mind"]
     for file in ("events.jsonl", "debates.jsonl"):
         with open(som / file, "a", encoding="utf-8") as f:

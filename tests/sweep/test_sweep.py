@@ -175,9 +175,11 @@ def test_a_new_sweep_clears_an_old_request_to_drain(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def real_sweep(tmp_path_factory):
-    """run_debate.ipynb over 3 points (scripted model), one of which fails; then run again."""
+    """run_debate.ipynb over 3 points (scripted model), one of which fails in its kernel (a dataset
+    file with a broken row: a missing file is refused before any kernel starts); then run again."""
     root = tmp_path_factory.mktemp("sweep")
-    grid = scripted_grid(root, grid={"agents": [1, 2]}, points=[{"dataset": str(root / "missing.jsonl")}])
+    (root / "broken.jsonl").write_text('{"id": "q1", "question": \n')
+    grid = scripted_grid(root, grid={"agents": [1, 2]}, points=[{"dataset": str(root / "broken.jsonl")}])
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("DEBATEKIT_CACHE_DIR", str(root / "cache"))
         mp.chdir(root)
@@ -191,7 +193,7 @@ def test_failed_point_is_reported_with_its_cell_and_the_others_complete(real_swe
     status = {r.point_id: r.status for r in first.results}
     assert sorted(status.values()) == ["complete", "complete", "failed"]
     failed = first.failed[0]
-    assert "DatasetError" in failed.error and "missing.jsonl" in failed.error
+    assert "DatasetError" in failed.error and "broken.jsonl" in failed.error
     assert "sweep.run_point" in failed.cell_source and failed.cell is not None
     assert json.loads((root / "out" / "failures.json").read_text())[0]["point_id"] == failed.point_id
 

@@ -272,6 +272,8 @@ def test_a_grids_rounds_pass_the_check_for_dynamics_whose_rounds_parameter_is_ma
     ({"timeout": -5}, "run setting 'call_timeout'"),
     ({"seeds": "two"}, "run setting 'seeds'"),
     ({"dataset": None}, "run setting 'dataset': Field required"),
+    ({"dataset": "nosuch"}, "unknown dataset 'nosuch'"),
+    ({"dataset": "no/such/file.jsonl"}, "dataset file not found"),
 ])
 def test_a_wrong_run_setting_in_a_grid_names_the_point_before_any_kernel_starts(setting, message):
     points = sweep.expand_grid({"protocol": "single", "dataset": "arithmetic", **setting})

@@ -120,7 +120,27 @@ def spec_for(item: Any, kind: AnswerKind = "auto", format: AnswerFormat = DEFAUL
             kind = "number" if isinstance(truth, float) else "text"
     if kind == "choice" and not choices:
         raise ValueError(f"item {getattr(item, 'id', '?')!r} has no choices, so answer=choice cannot apply")
+    truth = getattr(item, "answer", None)
+    if truth is not None and not _can_equal(kind, truth):
+        raise ValueError(f"item {getattr(item, 'id', '?')!r} has the truth {truth!r}, which no answer of kind "
+                         f"{kind} can equal, so answer={kind} cannot apply")
     return AnswerSpec(kind=kind, format=format, choices=choices if kind == "choice" else ())
+
+
+def _can_equal(kind: str, truth: Any) -> bool:
+    """Whether an answer of `kind` can ever equal `truth` (a yes/no answer a number cannot, and an
+    integer answer a word cannot): every item would otherwise score wrong without a word said."""
+    if kind == "yesno":
+        return isinstance(truth, bool) or (isinstance(truth, str) and truth.strip().lower() in ("yes", "no"))
+    if kind in ("integer", "number"):
+        if isinstance(truth, (int, float)) and not isinstance(truth, bool):
+            return True
+        try:
+            float(str(truth).replace(",", ""))
+        except ValueError:
+            return False
+        return True
+    return True
 
 
 def question_prompt(spec: AnswerSpec, question: str) -> str:
