@@ -477,7 +477,7 @@ def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
 @pytest.mark.parametrize("kind, truth, fits", [
     ("yesno", 330, False), ("yesno", "yes", True), ("yesno", True, True), ("yesno", "maybe", False),
     ("integer", "Paris", False), ("integer", 18, True), ("number", "1,250", True), ("number", 2.5, True),
-    ("integer", True, False), ("text", 18, True),
+    ("integer", True, False), ("text", 18, True), ("number", "3/4", True),
 ])
 def test_an_answer_kind_that_can_never_equal_the_truth_is_refused(kind, truth, fits):
     """`--set answer=yesno` on integer truths would score every item wrong without a word."""

@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema, create_model
 
 from debatekit._base.answer_kinds import ANSWER_TEXT, LETTERS
+from debatekit.datasets.voting import normalize
 from debatekit.models.reading import capped
 from debatekit.protocols.shared import extract
 from debatekit.protocols.shared.fields import as_probability
@@ -128,18 +130,14 @@ def spec_for(item: Any, kind: AnswerKind = "auto", format: AnswerFormat = DEFAUL
 
 
 def _can_equal(kind: str, truth: Any) -> bool:
-    """Whether an answer of `kind` can ever equal `truth` (a yes/no answer a number cannot, and an
-    integer answer a word cannot): every item would otherwise score wrong without a word said."""
+    """Whether an answer of `kind` can ever equal `truth` as the scorer compares them (`normalize`:
+    a yes/no answer never equals a number, an integer answer never a word): every item would
+    otherwise score wrong without a word said."""
+    value = normalize(truth)
     if kind == "yesno":
-        return isinstance(truth, bool) or (isinstance(truth, str) and truth.strip().lower() in ("yes", "no"))
+        return value in ("yes", "no")
     if kind in ("integer", "number"):
-        if isinstance(truth, (int, float)) and not isinstance(truth, bool):
-            return True
-        try:
-            float(str(truth).replace(",", ""))
-        except ValueError:
-            return False
-        return True
+        return isinstance(value, Fraction)
     return True
 
 
