@@ -194,9 +194,9 @@ def _labelled(frame: pd.DataFrame, by: str | Sequence[str]) -> pd.DataFrame:
     label = frame[keys[0]].astype(str) if len(keys) == 1 else frame[keys].astype(str).agg(" ".join, axis=1)
     frame = frame.assign(config=label)
     if "run_id" in frame:
-        keys = ["config", "item_id", *(["seed"] if "seed" in frame else [])]
-        rows = frame[keys + ["run_id"]].drop_duplicates()
-        clash = rows[rows.duplicated(keys, keep=False)]
+        cell = ["config", "item_id", *(["seed"] if "seed" in frame else [])]
+        rows = frame[cell + ["run_id"]].drop_duplicates()
+        clash = rows[rows.duplicated(cell, keep=False)]
         if not clash.empty:
             config, ids = clash["config"].iloc[0], list(dict.fromkeys(clash["run_id"]))
             raise ValueError(f"runs {', '.join(map(str, ids))} both answer the same items under one configuration "

@@ -184,11 +184,12 @@ def _unused(outs: list[Path | None]) -> None:
     """Refuse, before any run starts, a run folder that already holds a run (each run would find out
     only when it starts: `run A B` would spend A's hours before B's folder says no). One run finds
     out at once by itself, and says first whether another process is writing there."""
-    from debatekit.records.trace import RunFolder, RunFolderError
+    from debatekit.records.resume import refuse_used
+    from debatekit.records.trace import RunFolder
 
     for out in outs if len(outs) > 1 else []:
-        if out is not None and RunFolder(out).exists:
-            raise RunFolderError(f"run folder {out} already holds a run; use --resume or another --out")
+        if out is not None:
+            refuse_used(RunFolder(out))
 
 
 def _check_all_used(args, sets: dict, specs) -> None:

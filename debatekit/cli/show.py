@@ -46,7 +46,8 @@ def show(run_dir: str | Path, item: str | None = None, transcript: bool = False)
         raise RunFolderError(f"{folder.path} is not a run folder (no run.json)")
     debates = {d.item_id: d for d in folder.debates()}
     if item is None:
-        return (fork_line(folder) + state_line(folder.path, folder.read_run(), len(debates))
+        record = folder.read_run()
+        return (fork_line(folder.path, record) + state_line(folder.path, record, len(debates))
                 + item_list(list(debates.values())) + conformity_block(list(debates.values())))
     if item not in debates:
         ids = ", ".join(list(debates)[:10]) or "none"
@@ -78,9 +79,10 @@ def state_line(path: Path | str, record, recorded: int) -> str:
     return f"{path}: {why}{reason}; {recorded}{planned} debates recorded (--resume continues it)\n\n"
 
 
-def fork_line(folder: RunFolder) -> str:
-    """For a fork, the line that names its parent, the fork round and the change; "" for any other run."""
-    parent = folder.read_run().parent
+def fork_line(path: Path, record) -> str:
+    """For a fork (its folder and run record), the line that names its parent, the fork round and the
+    change; "" for any other run."""
+    parent = record.parent
     if parent is None:
         return ""
     change = parent.intervention
@@ -88,7 +90,7 @@ def fork_line(folder: RunFolder) -> str:
         f" {k}={v}" for k, v in (change.get("params") or {}).items())
     extra = "".join(f", {k} {v}" for k, v in (("model", parent.model), ("resample", parent.resample)) if v is not None)
     extra += "".join(f", set {k}={v}" for k, v in (parent.params or {}).items())
-    where = Path(os.path.normpath(folder.path / parent.run))  # as seen from here, not from the fork's folder
+    where = Path(os.path.normpath(path / parent.run))  # as seen from here, not from the fork's folder
     shown = os.path.relpath(where) if not where.is_absolute() or where.is_relative_to(Path.cwd()) else where
     return f"fork of {shown} at round {parent.at_round}: {what}{extra}\n\n"
 

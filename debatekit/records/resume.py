@@ -66,15 +66,15 @@ def open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source
     Raises:
         RunFolderError: a run is there and `resume` is not set, or what it resumes differs.
     """
-    if folder.exists and not resume:
-        raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
-    if resume and folder.exists and not any(d.answered for d in folder.debates()) and changed(folder, config):
+    if not resume:
+        refuse_used(folder)
+    record, wanted = (folder.read_run() if resume and folder.exists else None), config_hash(config)
+    if record is not None and record.config_hash != wanted and not any(d.answered for d in folder.debates()):
         # a run none of whose debates got an answer (a wrong model name or setting failed every call)
         # holds nothing to keep: fixing that setting and resuming starts it again under the new one
         folder.clear()
-        resume = False
-    if resume and folder.exists:
-        record, wanted = folder.read_run(), config_hash(config)
+        record = None
+    if record is not None:
         if extends(record, config):  # the first items are the same, so the finished ones still count
             record.config = record.config.model_copy(update={"limit": config.limit})
             record.config_hash = wanted
@@ -106,19 +106,20 @@ def open_record(folder: RunFolder, config: RunConfig, info, resume: bool, source
                                "cut_off_work": work_of(cut_off, folder.events() if cut_off else [])})
     else:
         record = RunRecord(run_id=uuid.uuid4().hex[:12], created=now(), debatekit_version=__version__,
-                           git_commit=git_commit(), config=public_config(config), config_hash=config_hash(config),
+                           git_commit=git_commit(), config=public_config(config), config_hash=wanted,
                            model=config.run_model, dataset=info, protocol_source=source, parent=parent)
     folder.write_run(record)
     return record
 
 
-def changed(folder: RunFolder, config: RunConfig) -> bool:
-    """Whether `config` differs from the configuration of the run in `folder` (False where its
-    run.json cannot be read: the resume then says why)."""
-    try:
-        return folder.read_run().config_hash != config_hash(config)
-    except RunFolderError:
-        return False
+def refuse_used(folder: RunFolder) -> None:
+    """Refuse a new run in a folder that already holds one.
+
+    Raises:
+        RunFolderError: a run is there (`--resume` continues it).
+    """
+    if folder.exists:
+        raise RunFolderError(f"run folder {folder.path} already holds a run; use --resume or another --out")
 
 
 def extends(record: RunRecord, config: RunConfig) -> bool:

@@ -278,24 +278,15 @@ class RunFolder:
         """Drop the events of debates that never finished (cut off by a stop), before a resume
         re-runs their items, so that every call is counted once. Returns the dropped events that
         still read as JSON objects (a torn or garbled line is dropped too, and not returned)."""
-        finished = self.recorded_debate_ids()
-        self._drop_unreadable_debates()
+        finished = {row.get("debate_id") for row in self._drop_unreadable_debates()}
         dropped = []
         for path in _event_files(self.path):
-            kept, cut = [], 0
-            for line in _lines_of(path):
-                try:
-                    row = json.loads(line) if line.endswith("\n") else None
-                    keep = row is not None and row.get("debate_id") in finished
-                except (json.JSONDecodeError, AttributeError):
-                    row, keep = None, False
-                if keep:
-                    kept.append(line)
-                    continue
-                cut += 1
-                if isinstance(row, dict):
-                    dropped.append(row)
-            if cut:
+            lines = list(_lines_of(path))
+            rows = dict(parsed(lines))
+            kept = [line for number, line in enumerate(lines, start=1)
+                    if number in rows and rows[number].get("debate_id") in finished]
+            dropped += [row for row in rows.values() if row.get("debate_id") not in finished]
+            if len(kept) < len(lines):
                 replace_file(path, kept)
         return dropped
 
@@ -305,17 +296,19 @@ class RunFolder:
         for path in (self.path / RUN_FILE, self.path / DEBATES_FILE, *_event_files(self.path)):
             path.unlink(missing_ok=True)
 
-    def _drop_unreadable_debates(self) -> None:
+    def _drop_unreadable_debates(self) -> list[dict]:
         """Remove the lines of the debates file that no reader takes (a half line a kill left at its
         end, garbage): a resume appends after them, and a line of garbage in the middle of the file
-        breaks other readers of it (pandas, jq). The debate it may have been runs again."""
+        breaks other readers of it (pandas, jq). The debate it may have been runs again. Returns the
+        rows kept, superseded records too."""
         path = self.path / DEBATES_FILE
         if not path.exists():
-            return
+            return []
         lines = list(_lines_of(path))
-        readable = {number for number, _ in parsed(lines)}
-        if len(readable) < len(lines):
-            replace_file(path, [line for number, line in enumerate(lines, start=1) if number in readable])
+        rows = dict(parsed(lines))
+        if len(rows) < len(lines):
+            replace_file(path, [lines[number - 1] for number in rows])
+        return list(rows.values())
 
     def events(self) -> list[dict]:
         """Every call event of the run, packed ones first (read again if a pack removed the plain
