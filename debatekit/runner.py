@@ -137,6 +137,7 @@ async def arun(config: RunConfig, out: Path | str | None = None, *, resume: bool
             print(f"debatekit: no debate of the run in {folder.path} got an answer; it starts again there "
                   "with the changed setting", file=sys.stderr)
         _say_growth(folder.path, was, record)
+        _say_short(setup.config.limit, setup.info)
     except BaseException:
         folder.close()
         setup.close()
@@ -402,6 +403,14 @@ def _say_growth(path: Path, was: int | None, record: RunRecord) -> None:
     if record.resumes and was is not None and (limit is None or limit > was):
         to = "every item of the dataset" if limit is None else f"the first {limit} items"
         print(f"debatekit: {path} ran the first {was} items; this resume goes on to {to}", file=sys.stderr)
+
+
+def _say_short(limit: int | None, info: DatasetInfo) -> None:
+    """One line when the limit asks for more items than the dataset has: the run is the whole dataset,
+    which is not what the number on the command line says."""
+    if limit is not None and limit > info.items:
+        print(f"debatekit: the limit of {limit} items is more than {info.name}'s {info.items}; all {info.items} run",
+              file=sys.stderr)
 
 
 def _progress(total: int, initial: int, desc: str, enabled: bool):

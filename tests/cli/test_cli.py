@@ -2,6 +2,7 @@ import pytest
 
 from debatekit.cli.app import main
 from debatekit.models import scripted
+from debatekit.records.trace import RunFolder
 from tests.conftest import answer
 
 
@@ -345,6 +346,16 @@ def test_a_resume_that_grows_the_run_says_so(tmp_path, capsys):
     assert "ran the first 2 items; this resume goes on to the first 3 items" in capsys.readouterr().err
     assert main(args + ["--resume"]) == 0
     assert "ran the first 3 items; this resume goes on to every item of the dataset" in capsys.readouterr().err
+
+
+def test_a_limit_above_the_dataset_size_says_all_items_run(tmp_path, capsys):
+    """--limit 500 on a smaller dataset runs every item; one line says so rather than pass the number unsaid."""
+    args = ["run", "single", "--dataset", "arithmetic", "--model", "scripted/schema", "--quiet"]
+    assert main(args + ["--limit", "500", "--out", str(tmp_path / "r")]) == 0
+    size = len(RunFolder(tmp_path / "r").debates())
+    assert f"the limit of 500 items is more than arithmetic's {size}; all {size} run" in capsys.readouterr().err
+    assert main(args + ["--limit", str(size), "--out", str(tmp_path / "s")]) == 0
+    assert "the limit of" not in capsys.readouterr().err
 
 
 def test_out_expands_a_tilde_the_shell_left(tmp_path, capsys, monkeypatch):
