@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from debatekit.cli.flags import out_path
+from debatekit.cli.flags import out_path, positive
 
 
 def add(subparsers) -> dict:
@@ -52,6 +52,8 @@ def add(subparsers) -> dict:
                    help="the parent's dataset file, where the path its run.json records does not reach it from here")
     p.add_argument("--limit", type=int, metavar="N",
                    help="fork only the parent's first N items (an estimate; --resume without it goes on to the rest)")
+    p.add_argument("--concurrency", type=positive, metavar="N",
+                   help="debates at once (default: as the parent ran); forks run side by side share a local engine")
     return {"fork": run}
 
 
@@ -99,7 +101,7 @@ def run(args) -> int:
     result = fork(args.run, at_round=args.at_round, out=args.out, intervention=make(*picked) if picked else None,
                   model=args.model, params=_parse_set(args.sets), cache=False if args.no_cache else None,
                   resume=args.resume, progress=not args.quiet, limit=args.limit, resample=args.resample,
-                  dataset=args.dataset)
+                  dataset=args.dataset, concurrency=args.concurrency)
     parent = RunFolder(args.run)
     before = RunResult(Path(args.run), parent.read_run(), parent.debates())
     print(visible(summary_table([result])))

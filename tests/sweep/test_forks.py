@@ -523,6 +523,29 @@ def test_a_fork_of_the_first_items_goes_on_to_the_rest_when_resumed(parent, tmp_
         fork(parent, at_round=2, out=tmp_path / "other", limit=0, progress=False)
 
 
+def test_a_forks_concurrency_is_its_own_and_a_resume_may_change_it(parent, tmp_path, capsys):
+    """--concurrency 1 runs one debate at a time (each item's calls in one block); the default runs them as
+    the parent did (4 at once: the items' calls interleave); the results are the same either way."""
+    def blocks(requests) -> list[str]:
+        return [key for i, key in enumerate(r.item_id for r in requests) if i == 0 or requests[i - 1].item_id != key]
+
+    assert main(["fork", str(parent), "--at-round", "2", "--out", str(tmp_path / "one"), "--no-cache", "--quiet",
+                 "--concurrency", "1"]) == 0
+    one = asked()
+    assert blocks(one) == ["q1", "q3"]
+    assert json.loads((tmp_path / "one" / "run.json").read_text())["config"]["concurrency"] == 1
+    scripted.register("fork-parent", fn=reply)
+    together = fork(parent, at_round=2, out=tmp_path / "together", cache=False, progress=False)
+    assert len(blocks(asked())) > 2 and together.record.config.concurrency == 4
+    assert sorted((r.item_id, r.round, r.agent) for r in asked()) == sorted((r.item_id, r.round, r.agent) for r in one)
+    fork(parent, at_round=2, out=tmp_path / "grown", cache=False, progress=False, limit=1, concurrency=1)
+    grown = fork(parent, at_round=2, out=tmp_path / "grown", cache=False, progress=False, resume=True, concurrency=2)
+    assert {d.item_id: d.final_answer for d in together.debates} == {d.item_id: d.final_answer for d in grown.debates}
+    with pytest.raises(SystemExit, match="2"):
+        main(["fork", str(parent), "--at-round", "2", "--out", str(tmp_path / "x"), "--concurrency", "0"])
+    assert "--concurrency: must be at least 1, got 0" in capsys.readouterr().err
+
+
 def test_a_fork_that_changes_nothing_repeats_the_parents_seeds_unless_told_to_resample(parent, tmp_path):
     def seeds_by_place(requests) -> dict:
         return {(r.item_id, r.round, r.agent): r.params.get("seed") for r in requests}

@@ -40,7 +40,7 @@ class ForkError(RunFolderError):
 def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: Intervention | None = None,
          model: str | None = None, params: dict[str, Any] | None = None, cache: bool | None = None,
          resume: bool = False, progress: bool = True, limit: int | None = None,
-         resample: int | None = None, dataset: str | None = None) -> RunResult:
+         resample: int | None = None, dataset: str | None = None, concurrency: int | None = None) -> RunResult:
     """Fork the run in `parent` at round `at_round` into the folder `out` (see the module).
 
     Args:
@@ -63,6 +63,9 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
             The fork records it as an absolute path: a resume names the file again, by any path.
         limit: fork only the parent's first `limit` items (in its dataset's order); None: every item.
             A later `resume` with a larger limit (or none) goes on to the rest.
+        concurrency: how many debates run at once; None: as the parent ran. It changes no result
+            (a resume may change it): forks that run side by side on one local engine share its
+            slots, and fewer debates each keep fewer half-done when they are drained.
 
     Raises:
         ForkError: the parent is no run, the round is out of range, an agent named is not the
@@ -94,9 +97,12 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
             raise ForkError(f"agent {name!r} is not an agent of {folder.path} (its agents: {', '.join(agents)})")
     if limit is not None and limit < 1:
         raise ForkError(f"--limit must be at least 1, got {limit}")
+    if concurrency is not None and concurrency < 1:
+        raise ForkError(f"--concurrency must be at least 1, got {concurrency}")
     config = record.config.model_copy(update={"model": record.model, "params": wanted,
                                               "cache": record.config.cache if cache is None else cache,
-                                              "limit": _limit(record.config.limit, limit)})
+                                              "limit": _limit(record.config.limit, limit),
+                                              "concurrency": concurrency or record.config.concurrency})
     if dataset is not None:  # recorded whole, so that a resume naming the file another way is the same fork
         config = config.model_copy(update={"dataset": str(Path(dataset).resolve())})
     try:
