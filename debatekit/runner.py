@@ -402,7 +402,7 @@ def _say_growth(path: Path, was: int | None, record: RunRecord) -> None:
     limit = record.config.limit
     if record.resumes and was is not None and (limit is None or limit > was):
         to = "every item of the dataset" if limit is None else f"the first {limit} items"
-        print(f"debatekit: {path} ran the first {was} items; this resume goes on to {to}", file=sys.stderr)
+        print(f"debatekit: {path} was limited to the first {was} items; this resume goes on to {to}", file=sys.stderr)
 
 
 def _say_short(limit: int | None, info: DatasetInfo) -> None:

@@ -343,9 +343,9 @@ def test_a_resume_that_grows_the_run_says_so(tmp_path, capsys):
     assert main(args + ["--limit", "2", "--resume"]) == 0
     assert "this resume goes on" not in capsys.readouterr().err
     assert main(args + ["--limit", "3", "--resume"]) == 0
-    assert "ran the first 2 items; this resume goes on to the first 3 items" in capsys.readouterr().err
+    assert "was limited to the first 2 items; this resume goes on to the first 3 items" in capsys.readouterr().err
     assert main(args + ["--resume"]) == 0
-    assert "ran the first 3 items; this resume goes on to every item of the dataset" in capsys.readouterr().err
+    assert "was limited to the first 3 items; this resume goes on to every item of the dataset" in capsys.readouterr().err
 
 
 def test_a_limit_above_the_dataset_size_says_all_items_run(tmp_path, capsys):
