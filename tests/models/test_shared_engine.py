@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -101,6 +102,7 @@ def test_an_engine_killed_mid_call_raises_engine_lost_and_the_next_call_starts_a
     with pytest.raises(EngineLost, match="stopped mid-call"):
         chat("die")
     _gone(old["pid"])  # a caller retries after a pause (the gateway's backoff); a dying engine may still accept
+    _refused(home / "engine.sock")  # and the socket it listened on no longer takes a connection
     new = text(chat("again"))
     assert f"pid {old['pid']}" not in new and "heard: again" in new
 
@@ -125,6 +127,18 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
 
 
+def _refused(path: Path, seconds: float = 10.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            try:
+                probe.connect(str(path))
+            except OSError:
+                return
+        time.sleep(0.02)
+    raise AssertionError(f"{path} still takes connections")
+
+
 def _gone(pid: int, seconds: float = 10.0) -> None:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
@@ -132,7 +146,12 @@ def _gone(pid: int, seconds: float = 10.0) -> None:
             os.kill(pid, 0)
         except ProcessLookupError:
             return
-        if open(f"/proc/{pid}/stat").read().split()[2] == "Z":  # exited, not yet reaped by its parent
+        # exited, not yet reaped by its parent: a zombie leader whose other threads have all gone too
+        # (the leader turns Z while the rest still close the files they share, the listening socket among them)
+        try:
+            if open(f"/proc/{pid}/stat").read().split()[2] == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1:
+                return
+        except FileNotFoundError:  # reaped since the kill above
             return
         time.sleep(0.02)
     raise AssertionError(f"engine {pid} still running")
