@@ -18,16 +18,9 @@ import pytest
 from debatekit.models.local import fair
 from debatekit.models.local import shared as shared_engine
 from tests.models.test_engine_waiting import no_assembly  # noqa: F401 - the fixture
-from tests.models.test_shared_engine import home  # noqa: F401 - the fixture
+from tests.models.test_shared_engine import home, until  # noqa: F401 - home: the fixture
 
 BIG, SMALL = 1, 2
-
-
-def _until(condition, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, "the admission never reached the expected state"
-        time.sleep(0.01)
 
 
 def _in_thread(call, results: list) -> threading.Thread:
@@ -43,9 +36,9 @@ def test_a_process_alone_gets_every_slot_and_the_rest_wait_in_arrival_order():
     assert all(s.admitted for s in running) and seats.limit() == 4
     later = []
     threads = [_in_thread(lambda t=t: seats.enter(BIG, t, gone), later) for t in (4, 5)]
-    _until(lambda: seats.counts() == {BIG: (4, 2)})
+    until(lambda: seats.counts() == {BIG: (4, 2)})
     seats.leave(running[0])
-    _until(lambda: len(later) == 1)
+    until(lambda: len(later) == 1)
     assert later[0].ticket == 4 and seats.counts() == {BIG: (4, 1)}
     seats.leave(running[1])
     for thread in threads:
@@ -64,10 +57,10 @@ def test_a_process_that_arrives_takes_back_the_youngest_slots_of_one_running_mor
     assert all(s.is_set() for s in big[1:]) and not big[0].is_set()  # their generations are told to stop
     back = []
     threads = [_in_thread(lambda s=s: seats.requeue(s), back) for s in big[1:]]
-    _until(lambda: seats.counts() == {BIG: (1, 7), SMALL: (1, 0)})
+    until(lambda: seats.counts() == {BIG: (1, 7), SMALL: (1, 0)})
     second = seats.enter(SMALL, 101, gone)  # two calls of the small process: each may run two
     assert second.admitted and seats.limit() == 2
-    _until(lambda: seats.counts() == {BIG: (2, 6), SMALL: (2, 0)})
+    until(lambda: seats.counts() == {BIG: (2, 6), SMALL: (2, 0)})
     assert not any(s.preempted.is_set() for s in big)  # a rise in demand takes nothing back
     seats.leave(first)
     assert seats.counts() == {BIG: (2, 6), SMALL: (1, 0)}  # nor does a fall give the big process more
@@ -84,15 +77,15 @@ def test_a_burst_of_calls_counts_whole_before_slots_are_taken_back_and_the_slots
     admitted = []
     threads = [_in_thread(lambda t=t: seats.enter(2, 10 + t, gone), admitted) for t in range(6)]
     # the six calls sent together count as one demand of 6: the limit is min(6, 6 // 2), not 1
-    _until(lambda: sum(s.preempted.is_set() for s in a) == 3)
+    until(lambda: sum(s.preempted.is_set() for s in a) == 3)
     time.sleep(0.3)
     assert sum(s.preempted.is_set() for s in a) == 3 and [s.preempted.is_set() for s in a[:3]] == [False] * 3
     threads += [_in_thread(lambda s=s: seats.requeue(s), admitted) for s in a if s.preempted.is_set()]
-    _until(lambda: seats.counts() == {1: (3, 3), 2: (3, 3)})  # demands of 6 and 6: three slots each
+    until(lambda: seats.counts() == {1: (3, 3), 2: (3, 3)})  # demands of 6 and 6: three slots each
     gone.set()  # every caller goes away: the waiting ones give up their places
     for thread in threads:
         thread.join(5)
-    _until(lambda: seats.counts() == {1: (3, 0), 2: (3, 0)})
+    until(lambda: seats.counts() == {1: (3, 0), 2: (3, 0)})
     for seat in [*a[:3], *admitted]:
         seats.leave(seat)
     assert seats.counts() == {}
@@ -114,7 +107,7 @@ def test_a_call_is_taken_back_at_most_once_and_a_process_between_calls_is_not_ar
     now[0] = 5.0
     got = []
     thread = _in_thread(lambda: seats.enter(SMALL, 4, gone), got)  # back after a rest: an arrival
-    _until(lambda: extra.preempted.is_set())  # the youngest slot, asked back once
+    until(lambda: extra.preempted.is_set())  # the youngest slot, asked back once
     assert not big.preempted.is_set()
     requeued = []
     again = _in_thread(lambda: seats.requeue(extra), requeued)
@@ -125,7 +118,7 @@ def test_a_call_is_taken_back_at_most_once_and_a_process_between_calls_is_not_ar
     now[0] = 10.0
     later = []
     thread = _in_thread(lambda: seats.enter(SMALL, 5, gone), later)  # another arrival
-    _until(lambda: big.preempted.is_set())  # the youngest is `extra` again, but it was asked back once already
+    until(lambda: big.preempted.is_set())  # the youngest is `extra` again, but it was asked back once already
     assert not extra.preempted.is_set()
     gone.set()
     thread.join(5)
@@ -144,7 +137,7 @@ def test_waiting_calls_sleep_until_a_slot_frees_instead_of_waking_each_other():
     gone = threading.Event()
     holder = seats.enter(BIG, 0, gone)
     threads = [_in_thread(lambda t=t: seats.enter(BIG, t, gone), []) for t in (1, 2, 3)]
-    _until(lambda: seats.counts() == {BIG: (1, 3)})
+    until(lambda: seats.counts() == {BIG: (1, 3)})
     before = Counted.passes
     time.sleep(0.5)
     assert Counted.passes - before < 60  # each waiter looks every `poll` (0.1 s); a spin made 100,000 a second
@@ -190,7 +183,7 @@ def test_without_fairness_calls_run_in_arrival_order_and_nothing_is_taken_back(m
     assert small.admitted and not any(s.preempted.is_set() for s in big)
     later = []
     thread = _in_thread(lambda: seats.enter(BIG, 6, gone), later)
-    _until(lambda: seats.counts()[BIG] == (2, 1))
+    until(lambda: seats.counts()[BIG] == (2, 1))
     seats.leave(small)  # the slot goes to the next in line, whoever it is
     thread.join(5)
     assert later[0].admitted and seats.limit() == 3
@@ -202,7 +195,7 @@ def test_a_waiting_call_whose_caller_leaves_gives_up_its_place():
     holder = seats.enter(BIG, 0, gone)
     got = []
     thread = _in_thread(lambda: seats.enter(BIG, 1, left), got)
-    _until(lambda: seats.counts() == {BIG: (1, 1)})
+    until(lambda: seats.counts() == {BIG: (1, 1)})
     left.set()
     thread.join(5)
     assert got == [None] and seats.counts() == {BIG: (1, 0)}
@@ -226,7 +219,7 @@ def test_a_second_process_gets_a_slot_taken_back_from_one_holding_them_all(home,
     monkeypatch.setenv("DEBATEKIT_ENGINE_FAIR", fairness)  # the daemon this test starts reads it
     other = subprocess.Popen([sys.executable, "-c", BUSY])
     try:
-        _until(lambda: (shared_engine.status() or {}).get("in_flight") == 2, 60)
+        until(lambda: (shared_engine.status() or {}).get("in_flight") == 2, 60)
         reply = asyncio.run(shared_engine.achat("m", {"messages": [{"role": "user", "content": "quick"}]}))
         other_still_running = other.poll() is None  # its second call takes 3 s from when it got a slot back
         assert other.wait(timeout=60) == 0  # both its calls answered in full, one of them generated twice

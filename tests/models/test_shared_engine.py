@@ -101,8 +101,8 @@ def test_an_engine_killed_mid_call_raises_engine_lost_and_the_next_call_starts_a
     old = shared_engine.status() or (chat("warm up") and shared_engine.status())
     with pytest.raises(EngineLost, match="stopped mid-call"):
         chat("die")
-    _gone(old["pid"])  # a caller retries after a pause (the gateway's backoff); a dying engine may still accept
-    _refused(home / "engine.sock")  # and the socket it listened on no longer takes a connection
+    until(lambda: _exited(old["pid"]), what=f"engine {old['pid']} gone")  # a caller retries after a pause (the gateway's backoff); a dying engine may still accept
+    until(lambda: _refuses(home / "engine.sock"), what="a socket that refuses")  # and the socket it listened on no longer takes a connection
     new = text(chat("again"))
     assert f"pid {old['pid']}" not in new and "heard: again" in new
 
@@ -127,41 +127,41 @@ def test_an_engine_lost_mid_call_is_retried_by_the_gateway_never_scored(home, mo
     assert done.ok and "heard: hello" in done.text and done.faults == ["server"] and calls["n"] == 2
 
 
-def _refused(path: Path, seconds: float = 10.0) -> None:
+def until(condition, seconds: float = 10.0, what: str = "the expected state") -> None:
+    """Poll `condition` until it holds; fail, naming `what`, once `seconds` have passed."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-            try:
-                probe.connect(str(path))
-            except OSError:
-                return
-        time.sleep(0.02)
-    raise AssertionError(f"{path} still takes connections")
+    while not condition():
+        assert time.monotonic() < deadline, f"never reached {what}"
+        time.sleep(0.01)
 
 
-def _gone(pid: int, seconds: float = 10.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+def _refuses(path: Path) -> bool:
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
         try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return
-        # exited, not yet reaped by its parent: a zombie leader whose other threads have all gone too
-        # (the leader turns Z while the rest still close the files they share, the listening socket among them)
-        try:
-            if open(f"/proc/{pid}/stat").read().split()[2] == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1:
-                return
-        except FileNotFoundError:  # reaped since the kill above
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"engine {pid} still running")
+            probe.connect(str(path))
+        except OSError:
+            return True
+    return False
+
+
+def _exited(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    # exited, not yet reaped by its parent: a zombie leader whose other threads have all gone too
+    # (the leader turns Z while the rest still close the files they share, the listening socket among them)
+    try:
+        return open(f"/proc/{pid}/stat").read().split()[2] == "Z" and len(os.listdir(f"/proc/{pid}/task")) <= 1
+    except FileNotFoundError:  # reaped since the kill above
+        return True
 
 
 def test_a_stale_socket_and_lock_left_by_a_killed_engine_do_not_block_a_new_one(home):
     chat("warm up")
     pid = shared_engine.status()["pid"]
     os.kill(pid, signal.SIGKILL)
-    _gone(pid)
+    until(lambda: _exited(pid), what=f"engine {pid} gone")
     assert (home / "engine.sock").exists() and (home / "engine.lock").exists()  # left behind
     assert shared_engine.status() is None
     reply = text(chat("fresh"))
