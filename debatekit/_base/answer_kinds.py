@@ -2,9 +2,11 @@
 of a multiple-choice item and how each kind of answer is named in prompts.
 
 It sits below the protocols so that the scripted test model can answer a prompt in the same
-terms the protocols ask in (`protocols.answers` builds the prompts from `ANSWER_TEXT`).
+terms the protocols ask in (`protocols.answers` builds the prompts from `ANSWER_TEXT`), and how a
+number is written (`numerals`), which a reply's reader and the answers' comparison share.
 """
 
+import re
 import unicodedata
 
 LETTERS = "ABCDEFGHIJ"
@@ -35,3 +37,18 @@ ANSWER_TEXT = {
     "choice": ("the letter of one option", "the letter of one option"),
 }
 """Answer kind -> (how a JSON schema describes the answer, what X is in a last line `Answer: X`)."""
+
+
+GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d-])")
+"""A number in groups of three set apart by spaces (`1 000`, `12 000 000`): one number."""
+THOUSANDS = re.compile(r"(?<=\d),(?=(?:\d{2},)*\d{3}(?!\d))")
+"""A comma setting off thousands (`1,250`), or lakhs (`1,00,000`)."""
+DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d+)(?![\d.,])")
+"""A comma between digits that does not set off thousands (`1,5`, `12,75`): a decimal comma."""
+
+
+def numerals(text: str) -> str:
+    """`text` with its numbers written plainly: thousands set apart by commas or spaces joined
+    (`1,250`, `1 000`, `1,00,000`: 1250, 1000, 100000), a decimal comma as a point (`1,5`: 1.5)."""
+    text = GROUPED.sub(lambda match: re.sub(r"\s", "", match.group()), text)
+    return DECIMAL_COMMA.sub(r"\1.\2", THOUSANDS.sub("", text))

@@ -9,6 +9,8 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
+from debatekit._base.answer_kinds import numerals
+
 DECIMAL_TOL = Fraction(1, 10**9)
 """How far apart two numbers may be and still be one answer, when one of them is not a whole number
 (0.1 + 0.2 against 0.3). Whole numbers (and a fraction against a whole number) compare exactly:
@@ -18,7 +20,8 @@ DECIMAL_TOL = Fraction(1, 10**9)
 def normalize(answer: Any) -> Any:
     """A comparable form of an answer: a number as an exact `Fraction` (a decimal as the decimal it
     is written as, 2.5 as 5/2), text stripped and lower-cased, a boolean as "yes"/"no" (a dataset's
-    `true` is the yes of a yes/no answer)."""
+    `true` is the yes of a yes/no answer); a number written as text is read as `numerals` writes it
+    plainly (`"1,250"`, `"1 000"`, `"1,5"`)."""
     if answer is None:
         return None
     if isinstance(answer, bool):
@@ -29,7 +32,7 @@ def normalize(answer: Any) -> Any:
         return Fraction(repr(answer)) if math.isfinite(answer) else answer
     if isinstance(answer, str):
         text = answer.strip().lower()
-        number = _number(text.replace(",", ""))
+        number = _number(numerals(text))
         return number if number is not None else " ".join(text.split())
     return answer
 

@@ -26,6 +26,9 @@ from tests.conftest import answer
     (0.1 + 0.2, 0.3, True),  # decimals within DECIMAL_TOL
     (3, 3 + 2 * float(DECIMAL_TOL), False),
     ("1,000", 1000, True),
+    ("1,5", 15, False), ("1,5", 1.5, True),  # a decimal comma, not a thousands separator dropped
+    ("1 000", 1000, True), ("12\u202f000", 12000, True), ("1,00,000", 100000, True),
+    ("1,2,3", 123, False),  # a list of numbers is no number
     (True, "Yes", True),
     ("nan", "NaN", True),  # text, not a number
     (float("nan"), float("nan"), False),

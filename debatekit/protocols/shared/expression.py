@@ -22,6 +22,8 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from debatekit._base.answer_kinds import numerals
+
 POWER_LIMIT = 64
 """The largest exponent (`2^64`, `1e64`) read; a larger one is no answer."""
 MAX_DIGITS = 1_000
@@ -37,8 +39,7 @@ _FRAC = re.compile(r"\\[dt]?frac\s*\{")
 _TEX = [(re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ )(?=\d{3}(?!\d))"), ""),  # 1{,}250, 1\,250: thousands
         (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
         (re.compile(r"[−–](?=\s*[\d.(])"), "-"),
-        (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 "),
-        (re.compile(r"(?<=\d),(?=\d{3}(?!\d))"), "")]
+        (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 ")]
 OPERATORS = ("+", "-", "*", "/", "^")
 VARIABLE = re.compile(r"[^\W\d_]")
 """A word that may be an unknown: one letter (`x`, `W`); `a`, `A` and `I` are words."""
@@ -86,11 +87,11 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
 def plain(text: str) -> str:
     """`text` with LaTeX arithmetic written plainly: `\\frac{a}{b}` as `((a)/(b))` (after a whole number,
     added to it), `\\times` and `x` between numbers as `*`, `−` as `-`, `$`, `\\,` and `\\left(` set
-    aside, thousands separators dropped."""
+    aside, numbers written plainly (`numerals`)."""
     text = _fractions(text)
     for pattern, replacement in _TEX:
         text = pattern.sub(replacement, text)
-    return text.replace("{", "(").replace("}", ")")
+    return numerals(text).replace("{", "(").replace("}", ")")
 
 
 def closing_braces(text: str) -> dict[int, int]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
+from debatekit._base.answer_kinds import numerals
 from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.extract.markers import Unread, boxes
 
@@ -32,7 +33,7 @@ SET_AGAINST = re.compile(r"\s*(" + _NUM + r")[^\d\n.;]{0,40}?" + _NOT + r"\d")
 def read_number(segment: str, marked: bool) -> int | float | str | None:
     if marked:
         return _marked_number(segment.strip().split("\n")[0])
-    plain = re.sub(r"(?<=\d),(?=\d{3}\b)", "", segment.replace("$", "").replace("−", "-"))
+    plain = numerals(segment.replace("$", "").replace("−", "-"))
     plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
     numbers = NUMBER.findall(plain)
     if not numbers:
