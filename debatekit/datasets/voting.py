@@ -16,12 +16,15 @@ DECIMAL_TOL = Fraction(1, 10**9)
 (0.1 + 0.2 against 0.3). Whole numbers (and a fraction against a whole number) compare exactly:
 1000000001 is not 1000000000."""
 
+TRUTH_WORDS = {"true": "yes", "false": "no"}
+"""A truth value written as a word, as the yes/no answer it is (a reply's `True` is read as yes too)."""
+
 
 def normalize(answer: Any) -> Any:
     """A comparable form of an answer: a number as an exact `Fraction` (a decimal as the decimal it
     is written as, 2.5 as 5/2), text stripped and lower-cased, a boolean as "yes"/"no" (a dataset's
-    `true` is the yes of a yes/no answer); a number written as text is read as `numerals` writes it
-    plainly (`"1,250"`, `"1 000"`, `"1,5"`)."""
+    `true`, boolean or written `"true"`, is the yes of a yes/no answer); a number written as text
+    is read as `numerals` writes it plainly (`"1,250"`, `"1 000"`, `"1,5"`)."""
     if answer is None:
         return None
     if isinstance(answer, bool):
@@ -32,6 +35,8 @@ def normalize(answer: Any) -> Any:
         return Fraction(repr(answer)) if math.isfinite(answer) else answer
     if isinstance(answer, str):
         text = answer.strip().lower()
+        if text in TRUTH_WORDS:
+            return TRUTH_WORDS[text]
         number = _number(numerals(text))
         return number if number is not None else " ".join(text.split())
     return answer

@@ -30,6 +30,7 @@ from tests.conftest import answer
     ("1 000", 1000, True), ("12\u202f000", 12000, True), ("1,00,000", 100000, True),
     ("1,2,3", 123, False),  # a list of numbers is no number
     (True, "Yes", True),
+    ("false", "no", True), ("False", False, True), ("true", "no", False),  # a truth value written as a word
     ("nan", "NaN", True),  # text, not a number
     (float("nan"), float("nan"), False),
 ])

@@ -477,7 +477,8 @@ def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
 @pytest.mark.parametrize("kind, truth, fits", [
     ("yesno", 330, False), ("yesno", "yes", True), ("yesno", True, True), ("yesno", "maybe", False),
     ("integer", "Paris", False), ("integer", 18, True), ("number", "1,250", True), ("number", 2.5, True),
-    ("integer", True, False), ("text", 18, True), ("number", "3/4", True),
+    ("integer", True, False), ("text", 18, True), ("number", "3/4", True), ("yesno", "false", True),
+    ("yesno", " True ", True),
 ])
 def test_an_answer_kind_that_can_never_equal_the_truth_is_refused(kind, truth, fits):
     """`--set answer=yesno` on integer truths would score every item wrong without a word."""
@@ -491,3 +492,16 @@ def test_an_answer_kind_that_can_never_equal_the_truth_is_refused(kind, truth, f
     else:
         with pytest.raises(ValueError, match=f"has the truth {truth!r}, which no answer of kind {kind} can equal"):
             spec_for(item, kind)
+
+
+@pytest.mark.parametrize("truth", [True, "yes", "No", "false", " TRUE "])
+def test_a_truth_value_written_as_a_word_asks_for_yes_or_no(truth):
+    """A dataset's `"false"` is a yes/no truth, as its `false` is: asked as text, `No.` would score wrong."""
+    from types import SimpleNamespace
+
+    from debatekit.datasets.voting import answers_equal
+    from debatekit.protocols.shared.answers import spec_for
+
+    assert spec_for(SimpleNamespace(id="q1", answer=truth, choices=[])).kind == "yesno"
+    said = extract("yesno", "It cannot be.\nAnswer: no")
+    assert answers_equal(said, truth) is (str(truth).strip().lower() in ("no", "false"))

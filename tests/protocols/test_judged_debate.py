@@ -281,6 +281,11 @@ def test_an_item_handed_over_directly_is_checked_too():
         setup_for(Item(id="y", question="Q?", answer="yes", evidence=["e"]), 0, "choice")
 
 
+def test_a_truth_written_as_false_argues_no_against_yes():
+    setup = setup_for(Item(id="f", question="Q?", answer="false", evidence=["e"]), 0)
+    assert sorted(setup.values) == ["no", "yes"] and setup.values[setup.correct] == "no"
+
+
 # --- pieces -------------------------------------------------------------------------------
 
 def test_quote_check_ignores_case_punctuation_and_curly_quotes_but_not_words():

@@ -12,6 +12,7 @@ from pydantic_core import PydanticCustomError
 
 from debatekit._base.answer_kinds import LETTERS
 from debatekit.datasets import Item
+from debatekit.datasets.voting import normalize
 from debatekit.engine import derive_seed
 from debatekit.registry import ProtocolError
 
@@ -63,9 +64,8 @@ def row_problem(item_id: Any, evidence: Any, truth: Any, choices: list, kind: st
 
 
 def _yes_no(truth: Any) -> str | None:
-    if isinstance(truth, bool):
-        return "yes" if truth else "no"
-    word = str(truth).strip().lower()
+    """A yes/no truth as "yes" or "no" (`True`, `"Yes"`, `"false"`), else None."""
+    word = normalize(truth)
     return word if word in ("yes", "no") else None
 
 
