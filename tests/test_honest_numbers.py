@@ -105,6 +105,10 @@ def test_a_debate_without_an_answer_after_failed_calls_is_not_scored_whatever_th
     assert by_id["q0"].status == "error" and by_id["q0"].correct is None and by_id["q0"].score is None
     assert by_id["q1"].status == "ok" and by_id["q1"].correct is False and by_id["q1"].score == 0.0
     assert result.summary.failed == 1 and result.summary.accuracy == 0.0
+    # its loop ran on past the failed call, but that is not why it has no answer: it stopped on an error
+    assert by_id["q0"].stopped == "error" and result.summary.stop_reasons == {"error": 1, "none": 1}
+    frame = analysis.load_runs([result.path]).debates.set_index("item_id")
+    assert frame.loc[["q0", "q1"], "stop_reason"].fillna("-").tolist() == ["error", "-"]
 
 
 def test_a_reply_that_does_not_parse_is_the_models_answer_and_stays_scored(tmp_path):

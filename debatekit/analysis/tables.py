@@ -14,6 +14,7 @@ and `.configs`; paired comparisons, the decomposition of a debate and study plan
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
@@ -56,9 +57,7 @@ def summarize(debates: Iterable[DebateRecord]) -> dict:
     total = {key: _total([getattr(d.usage, key) for d in debates]) for key in
              ("calls", "provider_calls", "prompt_tokens", "completion_tokens", "cost", "cache_hits",
               "parse_failures", "cut_off", "cut_off_unread", "echoes", "looped", "retries", "timeouts", "errors")}
-    stops: dict[str, int] = {}
-    for d in debates:
-        stops[d.stop_reason or "none"] = stops.get(d.stop_reason or "none", 0) + 1
+    stops = dict(Counter(d.stopped or "none" for d in debates))
     return {
         "items": len({d.item_id for d in debates}),
         "debates": len(debates),
@@ -165,7 +164,7 @@ def _debate_row(d: DebateRecord, run: dict) -> dict:
             "item_id": d.item_id, "seed": run["seed"] if d.seed is None else d.seed, "debate_id": d.debate_id,
             "status": d.status, "error": d.error,
             "final_answer": d.final_answer, "truth": d.truth, "correct": d.correct, "score": d.score,
-            "stop_reason": d.stop_reason, "converged": d.converged, "rounds_used": len(d.rounds),
+            "stop_reason": d.stopped, "converged": d.converged, "rounds_used": len(d.rounds),
             "needs_human_review": d.needs_human_review, "wall_s": d.wall_s, **d.usage.model_dump()}
 
 

@@ -105,7 +105,7 @@ def protocol_report(name: str) -> Callable | None:
 def item_list(debates: list[DebateRecord]) -> str:
     head = ("item", "status", "correct", "score", "rounds", "stop", "calls", "tokens", "wall s")
     rows = [head] + [(_one_line(d.item_id), d.status, _cell(d.correct), _cell(d.score), str(len(d.rounds)),
-                      d.stop_reason or "-", str(d.usage.calls),
+                      d.stopped or "-", str(d.usage.calls),
                       str(d.usage.prompt_tokens + d.usage.completion_tokens), f"{d.wall_s:.1f}") for d in debates]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     return "\n".join("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows)
@@ -160,7 +160,7 @@ def generic(d: DebateRecord, item_folder: Path) -> str:
     u = d.usage
     lines += ["", f"final answer: {_short(d.final_answer)}", f"truth: {_short(d.truth)}",
               f"correct: {_cell(d.correct)}  score: {_cell(d.score)}",
-              f"stop reason: {d.stop_reason or '-'}  converged: {_cell(d.converged)}  rounds: {len(d.rounds)}",
+              f"stop reason: {d.stopped or '-'}  converged: {_cell(d.converged)}  rounds: {len(d.rounds)}",
               f"needs human review: {d.needs_human_review}" + (f" ({d.escalation_reason})" if d.escalation_reason else ""),
               f"usage: {u.calls} calls, {u.prompt_tokens} prompt + {u.completion_tokens} completion tokens, "
               f"{u.cache_hits} cached, {u.parse_failures} parse failures, {u.retries} retries, "

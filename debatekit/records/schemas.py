@@ -224,6 +224,13 @@ class DebateRecord(DebateVerdict):
         """Whether the debate counts as the model's answer (scored): ok or degraded."""
         return self.status in ANSWERED
 
+    @property
+    def stopped(self) -> str | None:
+        """Why the debate ended, as its tables show it: the stop reason of an answered debate; for one
+        without an answer, its status (`error`, `failed`), whatever round its loop had reached (a
+        debate whose calls all failed still runs to `max_rounds`, which is not why it has no answer)."""
+        return self.stop_reason if self.answered else self.status
+
     @model_validator(mode="after")
     def _human_review_is_an_escalation(self) -> DebateRecord:
         if self.escalated_to is None and self.needs_human_review:
