@@ -4,7 +4,8 @@
 
 A run's `events.jsonl` holds every call with the messages the agent was shown: a 100-item debate
 run is megabytes of repeated text. Packing writes it as `events.jsonl.gz` (about a tenth of the
-size) and removes the plain file; everything that reads a run (tables, `debatekit show`, the
+size) and removes the plain file; a line no reader reads (garbled: kept as it was; torn by a
+kill: left out) is counted on stderr. Everything that reads a run (tables, `debatekit show`, the
 study notebook, `--resume`) reads either. A sweep or study folder packs each of its runs. A run
 writing in a folder keeps it as it is (its lock is checked), so packing is safe beside a study.
 """
@@ -27,12 +28,15 @@ def run(args) -> int:
     busy = 0
     for path in runs:
         try:
-            before, after = RunFolder(path).pack()
+            packed = RunFolder(path).pack()
         except RunFolderError as exc:  # in use by a run (its process named), or a packed file damaged
             reason = str(exc).split("; wait for it")[0]
             print(f"skipped {path}: {reason}; pack it again once that is settled", file=sys.stderr)
             busy += 1
             continue
+        before, after = packed.before, packed.after
         print(f"{path}: events {before / 1e6:.2f} MB -> {after / 1e6:.2f} MB" if before != after else
               f"{path}: already packed ({after / 1e6:.2f} MB)")
+        if damage := packed.damage():
+            print(f"{path}: {damage} (no reader reads them)", file=sys.stderr)
     return 1 if busy else 0

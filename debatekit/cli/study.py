@@ -193,9 +193,12 @@ def pack_complete(grid: Path, out: Path) -> None:
     for point in points.itertuples():
         if point.state == "complete":
             try:
-                RunFolder(out / point.point).pack()
+                damage = RunFolder(out / point.point).pack().damage()
             except (RunFolderError, OSError) as exc:  # a run of it goes on elsewhere, a full disk: packs next time
                 print(f"debatekit: {point.point} not packed: {exc}", file=sys.stderr)
+                continue
+            if damage:
+                print(f"debatekit: {point.point} packed; its events had {damage}", file=sys.stderr)
 
 
 def write_study(out: Path, png: bool = False) -> Path:

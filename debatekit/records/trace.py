@@ -29,7 +29,7 @@ import time
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable, Iterator, NamedTuple
 
 from pydantic import BaseModel, ValidationError
 
@@ -127,6 +127,22 @@ def _lines_of(path: Path, errors: str = "surrogateescape") -> Iterator[str]:
 def _event_files(folder: Path) -> list[Path]:
     """A run's call events, in order: the packed file, then the plain one (appended after a pack)."""
     return [path for path in (folder / PACKED_EVENTS_FILE, folder / EVENTS_FILE) if path.exists()]
+
+
+class Packed(NamedTuple):
+    """What `RunFolder.pack` did: the events' bytes before and after, the lines no reader reads that
+    it kept (`unread`: garbled) and left out (`torn`: cut short by a kill)."""
+
+    before: int
+    after: int
+    unread: int = 0
+    torn: int = 0
+
+    def damage(self) -> str:
+        """The lines no reader reads, in words ("" for none)."""
+        said = [f"{self.unread} garbled line(s) kept as they were" if self.unread else "",
+                f"{self.torn} torn line(s) left out" if self.torn else ""]
+        return "; ".join(part for part in said if part)
 
 
 def _event_lines(folder: Path, errors: str = "surrogateescape") -> Iterator[str]:
@@ -324,22 +340,27 @@ class RunFolder:
         lines = list(_event_lines(self.path, errors="replace"))
         return [(lines[number - 1], row) for number, row in parsed(lines)]
 
-    def pack(self) -> tuple[int, int]:
+    def pack(self) -> Packed:
         """Gzip the run's call events into `events.jsonl.gz` (with any packed before), holding the
-        folder's lock so that no run writes meanwhile. Returns the bytes before and after.
+        folder's lock so that no run writes meanwhile. A line no reader reads is counted: a garbled
+        one is kept as it was (packing changes no record), a torn last line (a write cut by a kill,
+        which a resume writes again) is left out.
 
         Raises:
             RunFolderError: a run writes in the folder now (its process named).
         """
         if not (self.path / EVENTS_FILE).exists():
             after = sum(path.stat().st_size for path in _event_files(self.path))
-            return after, after
+            return Packed(after, after)
         with self._held():  # the files as they are once no run can write
             before = sum(path.stat().st_size for path in _event_files(self.path))
-            lines = [line for line in _event_lines(self.path) if line.endswith("\n")]
-            replace_file(self.path / PACKED_EVENTS_FILE, lines)
+            lines = list(_event_lines(self.path))
+            whole = [line for line in lines if line.endswith("\n")]
+            unread = len(whole) - sum(1 for _ in parsed(whole))
+            replace_file(self.path / PACKED_EVENTS_FILE, whole)
             (self.path / EVENTS_FILE).unlink()
-        return before, sum(path.stat().st_size for path in _event_files(self.path))
+        return Packed(before, sum(path.stat().st_size for path in _event_files(self.path)), unread,
+                      len(lines) - len(whole))
 
     def rewrite(self, debates: Callable[[dict], BaseModel | None], events: Callable[[dict], dict | None]) -> None:
         """Change records in place, holding the folder's lock: each debate record for which

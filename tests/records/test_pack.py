@@ -44,7 +44,7 @@ def test_a_packed_run_reads_the_same_calls_and_tables_and_is_smaller(finished):
     plain = (out / "events.jsonl").read_text().splitlines()
     events, turns = RunFolder(out).events(), load_runs([out]).turns
 
-    before, after = RunFolder(out).pack()
+    before, after, _, _ = RunFolder(out).pack()
 
     assert not (out / "events.jsonl").exists()
     assert gzip.decompress((out / "events.jsonl.gz").read_bytes()).decode().splitlines() == plain
@@ -52,7 +52,7 @@ def test_a_packed_run_reads_the_same_calls_and_tables_and_is_smaller(finished):
     assert after < before / 3  # the prompts repeat from call to call
     assert RunFolder(out).events() == events == [json.loads(line) for line in plain]
     assert load_runs([out]).turns.equals(turns)
-    assert RunFolder(out).pack() == (after, after)  # packing again changes nothing
+    assert RunFolder(out).pack() == (after, after, 0, 0)  # packing again changes nothing
 
 
 def test_packing_the_same_calls_gives_the_same_bytes(finished, tmp_path):
@@ -78,6 +78,19 @@ def test_a_resume_after_a_pack_appends_plain_events_that_are_read_after_the_pack
     assert RunFolder(out).events() == packed + fresh
     RunFolder(out).pack()  # the two become one packed file, in the same order
     assert not (out / "events.jsonl").exists() and RunFolder(out).events() == packed + fresh
+
+
+def test_packing_says_which_lines_no_reader_reads_and_keeps_the_garbled_one(finished, capsys):
+    out, _, _ = finished
+    lines = (out / "events.jsonl").read_text().splitlines(keepends=True)
+    garbled = lines[:3] + ["{\"item_id\": \"q1\", \"te\n"] + lines[3:] + ['{"item_id": "q1", "cut by a kill']
+    (out / "events.jsonl").write_text("".join(garbled))
+
+    assert main(["pack", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert f"{out}: 1 garbled line(s) kept as they were; 1 torn line(s) left out (no reader reads them)" in err
+    kept = gzip.decompress((out / "events.jsonl.gz").read_bytes()).decode().splitlines(keepends=True)
+    assert kept == garbled[:-1] and len(RunFolder(out).events()) == len(lines)
 
 
 def test_pruning_drops_unfinished_debates_from_the_packed_file_too(finished):
