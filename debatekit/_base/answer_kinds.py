@@ -39,16 +39,23 @@ ANSWER_TEXT = {
 """Answer kind -> (how a JSON schema describes the answer, what X is in a last line `Answer: X`)."""
 
 
-GROUPED = re.compile(r"(?<![\d.,])\d{1,3}(?:[ \u00a0\u202f\u2009]\d{3})+(?![\d-])")
-"""A number in groups of three set apart by spaces (`1 000`, `12 000 000`): one number."""
-THOUSANDS = re.compile(r"(?<=\d),(?=(?:\d{2},)*\d{3}(?!\d))")
-"""A comma setting off thousands (`1,250`), or lakhs (`1,00,000`)."""
-DECIMAL_COMMA = re.compile(r"(?<![\d.,])(\d+),(\d+)(?![\d.,])")
-"""A comma between digits that does not set off thousands (`1,5`, `12,75`): a decimal comma."""
+SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?!\d)")
+"""A number in groups of three set apart by a no-break or thin space (`1\u202f000`): one number."""
+ALONE = re.compile(r"\s*-?[$€£]?\s*\d{1,3}(?: \d{3})+(?:\.\d+)?\s*[.%]?\s*")
+"""A text that is only a number in groups of three set apart by plain spaces (`1 000`, `$12 000 000.`):
+one number. Inside other words plain spaces are no separator (`2 100 gram bags` is two numbers)."""
+THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
+"""A comma setting off thousands (`1,250`); any other comma between digits (`1,5`, `1,00,000`,
+`(3,4)`) may be a decimal comma or a list, and `AMBIGUOUS_COMMA` finds it."""
+AMBIGUOUS_COMMA = re.compile(r"\d,\d")
+"""A comma between digits left once thousands are joined: a decimal comma or two numbers."""
 
 
 def numerals(text: str) -> str:
-    """`text` with its numbers written plainly: thousands set apart by commas or spaces joined
-    (`1,250`, `1 000`, `1,00,000`: 1250, 1000, 100000), a decimal comma as a point (`1,5`: 1.5)."""
-    text = GROUPED.sub(lambda match: re.sub(r"\s", "", match.group()), text)
-    return DECIMAL_COMMA.sub(r"\1.\2", THOUSANDS.sub("", text))
+    """`text` with its thousands separators dropped: commas (`1,250`), no-break and thin spaces
+    (`1\u202f000`), and plain spaces when the text is only that number (`1 000`). A comma between
+    digits that sets off no thousands is left as it is: `1,5` may be 1.5 or the list 1, 5."""
+    if ALONE.fullmatch(text):
+        text = re.sub(r"(?<=\d) (?=\d)", "", text)
+    text = SPACED.sub(lambda match: re.sub(r"\s", "", match.group()), text)
+    return THOUSANDS.sub("", text)

@@ -130,8 +130,9 @@ def _event_files(folder: Path) -> list[Path]:
 
 
 class Packed(NamedTuple):
-    """What `RunFolder.pack` did: the events' bytes before and after, the lines no reader reads that
-    it kept (`unread`: garbled) and left out (`torn`: cut short by a kill)."""
+    """What `RunFolder.pack` did: the events' bytes before and after, and the lines no reader reads
+    among those it packed now: kept (`unread`: garbled, or cut by a kill and ended by a resume) and
+    left out (`torn`: cut by a kill, the file's last)."""
 
     before: int
     after: int
@@ -343,8 +344,9 @@ class RunFolder:
     def pack(self) -> Packed:
         """Gzip the run's call events into `events.jsonl.gz` (with any packed before), holding the
         folder's lock so that no run writes meanwhile. A line no reader reads is counted: a garbled
-        one is kept as it was (packing changes no record), a torn last line (a write cut by a kill,
-        which a resume writes again) is left out.
+        one is kept as it was (packing changes no record); a torn last line (a write cut by a kill,
+        whose call a resume makes again) is left out, unless a resume has ended it already, which
+        makes it a garbled line.
 
         Raises:
             RunFolderError: a run writes in the folder now (its process named).
@@ -356,7 +358,8 @@ class RunFolder:
             before = sum(path.stat().st_size for path in _event_files(self.path))
             lines = list(_event_lines(self.path))
             whole = [line for line in lines if line.endswith("\n")]
-            unread = len(whole) - sum(1 for _ in parsed(whole))
+            new = [line for line in _lines_of(self.path / EVENTS_FILE) if line.endswith("\n")]
+            unread = len(new) - sum(1 for _ in parsed(new))  # those packed before were counted then
             replace_file(self.path / PACKED_EVENTS_FILE, whole)
             (self.path / EVENTS_FILE).unlink()
         return Packed(before, sum(path.stat().st_size for path in _event_files(self.path)), unread,

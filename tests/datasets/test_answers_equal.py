@@ -26,9 +26,9 @@ from tests.conftest import answer
     (0.1 + 0.2, 0.3, True),  # decimals within DECIMAL_TOL
     (3, 3 + 2 * float(DECIMAL_TOL), False),
     ("1,000", 1000, True),
-    ("1,5", 15, False), ("1,5", 1.5, True),  # a decimal comma, not a thousands separator dropped
-    ("1 000", 1000, True), ("12\u202f000", 12000, True), ("1,00,000", 100000, True),
-    ("1,2,3", 123, False),  # a list of numbers is no number
+    ("1,5", 15, False), ("1,5", 1.5, False),  # a decimal comma or a list: no number, not 15
+    ("1 000", 1000, True), ("12\u202f000", 12000, True),  # thousands set apart by spaces
+    ("1,2,3", 123, False), ("10,20,300", 1020300, False), ("1,00,000", 100000, False),  # lists, or lakhs
     (True, "Yes", True),
     ("false", "no", True), ("False", False, True), ("true", "no", False),  # a truth value written as a word
     ("nan", "NaN", True),  # text, not a number

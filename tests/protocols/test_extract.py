@@ -474,6 +474,14 @@ def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
     assert extract(kind, reply, choices) == expected
 
 
+@pytest.mark.parametrize("reply, choices, expected", [
+    ("Answer: 2,5", ["2", "5", "25"], None),  # a decimal comma or a list names no option by value
+    ("Answer: 1,2500", ["1", "2500", "1,250"], None), ("Answer: 1,250", ["$1,250", "$125", "$250"], "A"),
+])
+def test_a_number_joined_by_a_comma_that_sets_off_no_thousands_names_no_option(reply, choices, expected):
+    assert extract("choice", reply, choices) == expected
+
+
 @pytest.mark.parametrize("kind, truth, fits", [
     ("yesno", 330, False), ("yesno", "yes", True), ("yesno", True, True), ("yesno", "maybe", False),
     ("integer", "Paris", False), ("integer", 18, True), ("number", "1,250", True), ("number", 2.5, True),

@@ -108,9 +108,13 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("Answer: 5m - 2m = 3m", 3), ("Answer: 60km/h", 60), ("Answer: $5/hr", 5),
     ("Answer: The temperature is -3 degrees", -3), ("Answer: it is -5", -5),
     ("\\boxed{1{,}250}", 1250), ("Answer: 1\\,250", 1250), ("Answer: 3\\frac{1}{2}", 3.5),
-    ("Answer: 1 000", 1000), ("The total is 12 000 000 dollars.", 12000000), ("\\boxed{1\u202f000}", 1000),
-    ("Answer: 1,5", 1.5), ("It weighs 1,5 kg.", 1.5), ("Answer: 1,00,000", 100000), ("Answer: 1 000,50", 1000.5),
-    ("Answer: 2 3", 2), ("Answer: 2 100-gram bags", 2), ("The primes 2,3,5 sum to 10.", 10),
+    # thousands set apart by spaces: plain ones only where the answer is that number alone
+    ("Answer: 1 000", 1000), ("Answer: $12 000 000.", 12000000), ("\\boxed{1\u202f000}", 1000),
+    ("The total is 12\u00a0000\u00a0000 dollars.", 12000000), ("Answer: 2 100 gram bags", 2), ("Answer: 2 3", 2),
+    # a comma between digits that sets off no thousands is a decimal comma or a list: no number
+    ("Answer: 1,5", None), ("It weighs 1,5.", None), ("Answer: (3,4)", None), ("Answer: 10,20,300", None),
+    ("The years 1990,2000 show a rise.", None), ("\\boxed{(1,2)}", None), ("Answer: 1,250.50", 1250.5),
+    ("The primes 2,3,5 sum to 10.", 10), ("Answer: 3, 4", 3),
     ("The total is 18.\nThere is no other way to compute it.", 18),
     ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
     ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),

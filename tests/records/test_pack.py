@@ -91,6 +91,9 @@ def test_packing_says_which_lines_no_reader_reads_and_keeps_the_garbled_one(fini
     assert f"{out}: 1 garbled line(s) kept as they were; 1 torn line(s) left out (no reader reads them)" in err
     kept = gzip.decompress((out / "events.jsonl.gz").read_bytes()).decode().splitlines(keepends=True)
     assert kept == garbled[:-1] and len(RunFolder(out).events()) == len(lines)
+    with open(out / "events.jsonl", "a") as f:  # a resume appends; the garbled line was counted already
+        f.write(lines[0])
+    assert RunFolder(out).pack()[2:] == (0, 0)
 
 
 def test_pruning_drops_unfinished_debates_from_the_packed_file_too(finished):

@@ -77,11 +77,25 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
             if read is None:
                 continue
             found = read
+            _one_number(tokens, start, read[1])
             if first:
                 break
     except RecursionError as exc:  # a bound missed: still no exception but `Unreadable`
         raise Unreadable("nested too deep") from exc
     return None if found is None else found[0]
+
+
+def _one_number(tokens, start: int, end: int) -> None:
+    """Raise `Unreadable` when the expression read from `start` to `end` is joined to another number
+    by a comma with no space (`1,5`, `(3,4)`, `1990,2000`; thousands were joined already): a decimal
+    comma or a list, which no reader can tell apart."""
+    def joined(comma, number) -> bool:  # `,5`: a comma and a number, no space before either
+        return comma == ("other", ",", False) and number[0] == "number" and not number[2]
+
+    before, after = tokens[max(start - 2, 0):start], tokens[end:end + 2]
+    if (len(before) == 2 and before[0][0] == "number" and joined(before[1], tokens[start])
+            or len(after) == 2 and joined(*after)):
+        raise Unreadable("a comma between digits: a decimal comma or two numbers")
 
 
 def plain(text: str) -> str:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from debatekit._base.answer_kinds import numerals
+from debatekit._base.answer_kinds import AMBIGUOUS_COMMA, numerals
 from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.extract.markers import Unread, boxes
 
@@ -35,12 +35,15 @@ def read_number(segment: str, marked: bool) -> int | float | str | None:
         return _marked_number(segment.strip().split("\n")[0])
     plain = numerals(segment.replace("$", "").replace("−", "-"))
     plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
-    numbers = NUMBER.findall(plain)
+    numbers = list(NUMBER.finditer(plain))
     if not numbers:
         return None
-    if "." not in numbers[-1]:  # a whole number exactly, however long (a float rounds it past 2**53)
-        return int(numbers[-1])
-    value = float(numbers[-1])
+    last = numbers[-1]
+    if AMBIGUOUS_COMMA.match(plain, max(last.start() - 2, 0)) or AMBIGUOUS_COMMA.match(plain, last.end() - 1):
+        return None  # `... is 1,5`: a decimal comma or a list, which no reader can tell apart
+    if "." not in last.group():  # a whole number exactly, however long (a float rounds it past 2**53)
+        return int(last.group())
+    value = float(last.group())
     return int(value) if value.is_integer() else value
 
 

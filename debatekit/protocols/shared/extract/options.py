@@ -31,7 +31,9 @@ DECLINES_BY = 12
 """A decline opens a marker's line when it starts within this many characters, before any number or option."""
 REL_TOL, ABS_TOL = 1e-6, 1e-9  # a stated number names an option of this value (relative, or absolute near 0)
 _AMOUNT = r"(-?)[$€£]?(\d+(?:,\d{3})*(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
-AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d)")  # stated: `-$1,250.5`, `3/4`
+AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d|,?\d)")  # stated: `-$1,250.5`, `3/4`
+"""A number a reply states; one joined to another by a comma that sets off no thousands (`2,5`: a
+decimal comma or a list) states none."""
 OPTION_VALUE = re.compile(r"[$€£]?\s*" + _AMOUNT + r"\s*(%|[^\W\d_]+)?")  # an option that is a number
 JOINED = re.compile(r"[\s$]*(?:,|/|&|or|and)[\s$]*")  # between two options named as alternatives
 
