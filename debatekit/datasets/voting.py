@@ -24,7 +24,8 @@ def normalize(answer: Any) -> Any:
     """A comparable form of an answer: a number as an exact `Fraction` (a decimal as the decimal it
     is written as, 2.5 as 5/2), text stripped and lower-cased, a boolean as "yes"/"no" (a dataset's
     `true`, boolean or written `"true"`, is the yes of a yes/no answer); a number written as text
-    is read as `numerals` writes it plainly (`"1,250"`, `"1 000"`, `"1,5"`)."""
+    is read as `numerals` writes it plainly (`"1,250"`, `"1 000"`); `"1,5"`, a decimal comma or a
+    list, stays text."""
     if answer is None:
         return None
     if isinstance(answer, bool):
