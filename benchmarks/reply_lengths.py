@@ -1,9 +1,11 @@
 """Reply lengths and loops in the committed runs: what chose the free-text reply limits and the loop rule.
 
-No model is called: this reads every `events.jsonl` under results/ (each distinct reply once).
+No model is called: this reads the call events of every run under results/, packed or not (each
+distinct reply once).
 
-1. Per answer kind, from the 100-item single-agent free-text runs
-   (`results/examples/<dataset>-single-text`, and `strategyqa-single-text-limits` once committed):
+1. Per answer kind, from the 100-item single-agent free-text runs at 512 tokens that the limits
+   were chosen from (`results/examples/<dataset>-single-text`; the StrategyQA run at the chosen
+   limit, `strategyqa-single-text-limits`, is its check, in docs/answers.md):
    the completion tokens of the replies that ended by themselves (p50, p90, p98, max) and how many
    stopped at the limit they were given. `answers.REPLY_TOKENS` is chosen from these: the limit
    must sit above ~98% of the replies that end by themselves.
@@ -28,7 +30,7 @@ from benchmarks.common import RESULTS, save
 
 ROOT = Path(__file__).resolve().parent.parent
 SINGLE_RUNS = {"integer": ["arithmetic-single-text", "gsm8k-single-text"], "choice": ["commonsenseqa-single-text"],
-               "yesno": ["strategyqa-single-text", "strategyqa-single-text-limits"]}
+               "yesno": ["strategyqa-single-text"]}
 
 
 KIND_OF = {"arithmetic": "integer", "gsm8k": "integer", "commonsenseqa": "choice", "strategyqa": "yesno"}
@@ -39,13 +41,14 @@ def _events(folder: Path):
     else (runs after the per-kind limits) its answer kind's default, else 512."""
     from debatekit.protocols.shared.answers import REPLY_TOKENS
 
-    for path in sorted(folder.rglob("events.jsonl")):
-        run = json.loads((path.parent / "run.json").read_text()) if (path.parent / "run.json").exists() else {}
+    from debatekit.records.trace import RunFolder
+
+    for path in sorted(folder.rglob("run.json")):
+        run = json.loads(path.read_text())
         kind = KIND_OF.get((run.get("dataset") or {}).get("name"))
         limit = (run.get("config") or {}).get("max_tokens") or REPLY_TOKENS.get(kind, 512)
-        for line in path.read_text().splitlines():
-            if line.strip():
-                yield json.loads(line), limit
+        for event in RunFolder(path.parent).events():
+            yield event, limit
 
 
 def lengths() -> dict:
