@@ -114,7 +114,7 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     # a comma between digits that sets off no thousands is a decimal comma or a list: no number
     ("Answer: 1,5", None), ("It weighs 1,5.", None), ("Answer: (3,4)", None), ("Answer: 10,20,300", None),
     ("The years 1990,2000 show a rise.", None), ("\\boxed{(1,2)}", None), ("Answer: 1,250.50", 1250.5),
-    ("The primes 2,3,5 sum to 10.", 10), ("Answer: 3, 4", 3),
+    ("The primes 2,3,5 sum to 10.", 10), ("Answer: 3, 4", 3), ("Answer: the pairs (1,2) give a total of 7", 7),
     ("The total is 18.\nThere is no other way to compute it.", 18),
     ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
     ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),

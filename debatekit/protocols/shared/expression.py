@@ -76,17 +76,19 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
             read = _Reader(tokens, start, formula).equation()
             if read is None:
                 continue
-            found = read
-            _one_number(tokens, start, read[1])
+            found, found_at = read, start
             if first:
                 break
     except RecursionError as exc:  # a bound missed: still no exception but `Unreadable`
         raise Unreadable("nested too deep") from exc
-    return None if found is None else found[0]
+    if found is None:
+        return None
+    _one_number(tokens, found_at, found[1])
+    return found[0]
 
 
 def _one_number(tokens, start: int, end: int) -> None:
-    """Raise `Unreadable` when the expression read from `start` to `end` is joined to another number
+    """Raise `Unreadable` when the expression read (from `start` to `end`) is joined to another number
     by a comma with no space (`1,5`, `(3,4)`, `1990,2000`; thousands were joined already): a decimal
     comma or a list, which no reader can tell apart."""
     def joined(comma, number) -> bool:  # `,5`: a comma and a number, no space before either
