@@ -44,9 +44,10 @@ SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?!\d)")
 ALONE = re.compile(r"\s*-?[$€£]?\s*\d{1,3}(?: \d{3})+(?:\.\d+)?\s*[.%]?\s*")
 """A text that is only a number in groups of three set apart by plain spaces (`1 000`, `$12 000 000.`):
 one number. Inside other words plain spaces are no separator (`2 100 gram bags` is two numbers)."""
-THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-"""A comma setting off thousands (`1,250`); any other comma between digits (`1,5`, `1,00,000`,
-`(3,4)`) may be a decimal comma or a list, and `AMBIGUOUS_COMMA` finds it."""
+THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
+"""A number whose commas set off thousands (`1,250`, `12,345,678`: a first group of one to three
+digits, not 0, then groups of three); any other comma between digits (`1,5`, `0,125`, `1234,567`,
+`1,00,000`, `(3,4)`) may be a decimal comma or a list, and `AMBIGUOUS_COMMA` finds it."""
 AMBIGUOUS_COMMA = re.compile(r"\d,\d")
 """A comma between digits left once thousands are joined: a decimal comma or two numbers."""
 
@@ -58,4 +59,4 @@ def numerals(text: str) -> str:
     if ALONE.fullmatch(text):
         text = re.sub(r"(?<=\d) (?=\d)", "", text)
     text = SPACED.sub(lambda match: re.sub(r"\s", "", match.group()), text)
-    return THOUSANDS.sub("", text)
+    return THOUSANDS.sub(lambda match: match.group().replace(",", ""), text)

@@ -29,6 +29,7 @@ from tests.conftest import answer
     ("1,5", 15, False), ("1,5", 1.5, False),  # a decimal comma or a list: no number, not 15
     ("1 000", 1000, True), ("12\u202f000", 12000, True),  # thousands set apart by spaces
     ("1,2,3", 123, False), ("10,20,300", 1020300, False), ("1,00,000", 100000, False),  # lists, or lakhs
+    ("0,125", 125, False), ("1234,567", 1234567, False),  # no thousands: a first group of 0 or of four digits
     (True, "Yes", True),
     ("false", "no", True), ("False", False, True), ("true", "no", False),  # a truth value written as a word
     ("nan", "NaN", True),  # text, not a number

@@ -477,6 +477,7 @@ def test_set_against_and_judged_by_hand(kind, choices, reply, expected):
 @pytest.mark.parametrize("reply, choices, expected", [
     ("Answer: 2,5", ["2", "5", "25"], None),  # a decimal comma or a list names no option by value
     ("Answer: 1,2500", ["1", "2500", "1,250"], None), ("Answer: 1,250", ["$1,250", "$125", "$250"], "A"),
+    ("Answer: 0,125", ["125", "0.125", "12"], None),
 ])
 def test_a_number_joined_by_a_comma_that_sets_off_no_thousands_names_no_option(reply, choices, expected):
     assert extract("choice", reply, choices) == expected
@@ -513,3 +514,13 @@ def test_a_truth_value_written_as_a_word_asks_for_yes_or_no(truth):
     assert spec_for(SimpleNamespace(id="q1", answer=truth, choices=[])).kind == "yesno"
     said = extract("yesno", "It cannot be.\nAnswer: no")
     assert answers_equal(said, truth) is (str(truth).strip().lower() in ("no", "false"))
+
+
+def test_a_truth_that_is_no_text_or_number_is_asked_as_text_not_compared_to_yes():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    from debatekit.protocols.shared.answers import spec_for
+
+    assert spec_for(SimpleNamespace(id="q1", answer=np.array([1, 2]), choices=[])).kind == "text"

@@ -110,11 +110,16 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("\\boxed{1{,}250}", 1250), ("Answer: 1\\,250", 1250), ("Answer: 3\\frac{1}{2}", 3.5),
     # thousands set apart by spaces: plain ones only where the answer is that number alone
     ("Answer: 1 000", 1000), ("Answer: $12 000 000.", 12000000), ("\\boxed{1\u202f000}", 1000),
-    ("The total is 12\u00a0000\u00a0000 dollars.", 12000000), ("Answer: 2 100 gram bags", 2), ("Answer: 2 3", 2),
+    ("The total is 12\u00a0000\u00a0000 dollars.", 12000000), ("Answer: 2 3", 2), ("Answer: 1\\,250", 1250),
+    # in other words, plain-spaced groups may be one number or several: no number, never 12 or 0
+    ("Answer: 12 000 dollars", None), ("So she pays 12 000", None), ("Answer: 2 100 gram bags", None),
     # a comma between digits that sets off no thousands is a decimal comma or a list: no number
     ("Answer: 1,5", None), ("It weighs 1,5.", None), ("Answer: (3,4)", None), ("Answer: 10,20,300", None),
     ("The years 1990,2000 show a rise.", None), ("\\boxed{(1,2)}", None), ("Answer: 1,250.50", 1250.5),
     ("The primes 2,3,5 sum to 10.", 10), ("Answer: 3, 4", 3), ("Answer: the pairs (1,2) give a total of 7", 7),
+    ("Answer: 0,125", None), ("Answer: 1234,567", None), ("Answer: 2{,}5", None), ("\\boxed{1{,}000}", 1000),
+    # the line states its answer before the ambiguous number: it is read
+    ("Answer: 7 (= 3,5 × 2)", 7), ("Answer: 150 minutes, which makes 2,5 hours", 150),
     ("The total is 18.\nThere is no other way to compute it.", 18),
     ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
     ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),

@@ -114,7 +114,7 @@ def spec_for(item: Any, kind: AnswerKind = "auto", format: AnswerFormat = DEFAUL
         truth = getattr(item, "answer", None)
         if choices:
             kind = "choice"
-        elif isinstance(truth, bool) or normalize(truth) in ("yes", "no"):
+        elif isinstance(truth, bool) or isinstance(truth, str) and normalize(truth) in ("yes", "no"):
             kind = "yesno"
         elif isinstance(truth, int):
             kind = "integer"

@@ -36,7 +36,8 @@ MAX_CHARS = 2_000
 TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}(?!\d))?)|(?P<op>[-+*/^()=])"
                    r"|(?P<word>[^\W\d_]+)|(?P<other>\S))")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{")
-_TEX = [(re.compile(r"(?<=\d)(?:\{,\}|\\,|\\ )(?=\d{3}(?!\d))"), ""),  # 1{,}250, 1\,250: thousands
+_TEX = [(re.compile(r"(?<=\d)\{,\}(?=\d)"), ","),  # 1{,}250 and 2{,}5: a comma (`numerals` tells which)
+        (re.compile(r"(?<=\d)(?:\\,|\\ )(?=\d)"), "\u2009"),  # 1\,250: a thin space
         (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
         (re.compile(r"[−–](?=\s*[\d.(])"), "-"),
         (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 ")]
@@ -47,6 +48,11 @@ VARIABLE = re.compile(r"[^\W\d_]")
 
 class Unreadable(ValueError):
     """The arithmetic read has no value: a division by zero, a number or nesting past the bounds."""
+
+
+class Ambiguous(Unreadable):
+    """The number read is joined to another by a comma that sets off no thousands (`1,5`, `(3,4)`):
+    a decimal comma or a list, which no reader can tell apart."""
 
 
 class Unknowns(Unreadable):
@@ -88,16 +94,24 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
 
 
 def _one_number(tokens, start: int, end: int) -> None:
-    """Raise `Unreadable` when the expression read (from `start` to `end`) is joined to another number
-    by a comma with no space (`1,5`, `(3,4)`, `1990,2000`; thousands were joined already): a decimal
-    comma or a list, which no reader can tell apart."""
+    """Raise `Ambiguous` when the expression read (from `start` to `end`) is joined to another number
+    by a comma with no space (`1,5`, `(3,4)`, `1990,2000`; thousands were joined already), or is one
+    group of a number set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands
+    alone): a decimal comma, a list or a number in groups, which no reader can tell apart."""
     def joined(comma, number) -> bool:  # `,5`: a comma and a number, no space before either
         return comma == ("other", ",", False) and number[0] == "number" and not number[2]
+
+    def grouped(first, second) -> bool:  # `12 000`: one to three digits, a space, three digits
+        return (first[0] == second[0] == "number" and second[2] and re.fullmatch(r"\d{1,3}", first[1]) is not None
+                and re.fullmatch(r"\d{3}", second[1]) is not None)
 
     before, after = tokens[max(start - 2, 0):start], tokens[end:end + 2]
     if (len(before) == 2 and before[0][0] == "number" and joined(before[1], tokens[start])
             or len(after) == 2 and joined(*after)):
-        raise Unreadable("a comma between digits: a decimal comma or two numbers")
+        raise Ambiguous("a comma between digits: a decimal comma or two numbers")
+    if end == start + 1 and (start > 0 and grouped(tokens[start - 1], tokens[start])
+                             or end < len(tokens) and grouped(tokens[start], tokens[end])):
+        raise Ambiguous("digits in groups of three apart by spaces: one number or several")
 
 
 def plain(text: str) -> str:

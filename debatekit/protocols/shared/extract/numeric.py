@@ -39,8 +39,10 @@ def read_number(segment: str, marked: bool) -> int | float | str | None:
     if not numbers:
         return None
     last = numbers[-1]
-    if AMBIGUOUS_COMMA.match(plain, max(last.start() - 2, 0)) or AMBIGUOUS_COMMA.match(plain, last.end() - 1):
-        return None  # `... is 1,5`: a decimal comma or a list, which no reader can tell apart
+    if (AMBIGUOUS_COMMA.match(plain, max(last.start() - 2, 0)) or AMBIGUOUS_COMMA.match(plain, last.end() - 1)
+            or re.search(r"(?<![\d.,])\d{1,3} \Z", plain[:last.start()]) and re.fullmatch(r"\d{3}", last.group())):
+        return None  # `... is 1,5`, `... pays 12 000`: a decimal comma, a list or a number in groups, which no
+        # reader can tell apart
     if "." not in last.group():  # a whole number exactly, however long (a float rounds it past 2**53)
         return int(last.group())
     value = float(last.group())
@@ -60,16 +62,23 @@ def _marked_number(line: str) -> int | float | str | None:
     if formula:  # `Gerald runs the 400-meter hurdles in \\boxed{39.6} seconds`: the box
         line = inner[-1]
     line = NEGATED.sub(r"\1", ASIDE.sub(" ", line))
+    ambiguous = None
     try:
         for part in _results(line):
             opens = re.match(r"[\s:=~≈$]*(?:(?:approximately|about|around|roughly|exactly)\s+)?[\s$]*"
                              r"(?:[-+−]?\s*[(.\d]|\\[dt]?frac)", part)
-            found = expression.value(part, first=opens is not None, formula=formula)
+            try:
+                found = expression.value(part, first=opens is not None, formula=formula)
+            except expression.Ambiguous as exc:  # `7 (= 3,5 × 2)`: the line may state its answer elsewhere
+                ambiguous = exc
+                continue
             if found is not None:
                 return as_answer(found)
-        return None
     except expression.Unreadable as exc:
         raise Unread from exc
+    if ambiguous is not None:
+        raise Unread from ambiguous
+    return None
 
 
 def _results(line: str) -> list[str]:
