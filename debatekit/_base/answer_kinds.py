@@ -43,7 +43,8 @@ SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?!\d)")
 """A number in groups of three set apart by a no-break or thin space (`1\u202f000`): one number."""
 ALONE = re.compile(r"\s*-?[$€£]?\s*\d{1,3}(?: \d{3})+(?:\.\d+)?\s*[.%]?\s*")
 """A text that is only a number in groups of three set apart by plain spaces (`1 000`, `$12 000 000.`):
-one number. Inside other words plain spaces are no separator (`2 100 gram bags` is two numbers)."""
+one number. Among other words they may part one number or several (`2 100 gram bags`), and the
+readers read neither."""
 THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
 """A number whose commas set off thousands (`1,250`, `12,345,678`: a first group of one to three
 digits, not 0, then groups of three); any other comma between digits (`1,5`, `0,125`, `1234,567`,
