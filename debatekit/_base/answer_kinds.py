@@ -38,6 +38,10 @@ ANSWER_TEXT = {
 }
 """Answer kind -> (how a JSON schema describes the answer, what X is in a last line `Answer: X`)."""
 
+TRUTH_WORDS = {"true": "yes", "false": "no"}
+"""A truth value written as a word, as the yes/no answer it is: in a reply (`Answer: True`) and in a
+dataset's truth (`"false"`) alike."""
+
 
 SPACED = re.compile(r"(?<![\d.,])\d{1,3}(?:[\u00a0\u202f\u2009]\d{3})+(?!\d)")
 """A number in groups of three set apart by a no-break or thin space (`1\u202f000`): one number."""
@@ -45,7 +49,9 @@ ALONE = re.compile(r"\s*-?[$€£]?\s*\d{1,3}(?: \d{3})+(?:\.\d+)?\s*[.%]?\s*")
 """A text that is only a number in groups of three set apart by plain spaces (`1 000`, `$12 000 000.`):
 one number. Among other words they may part one number or several (`2 100 gram bags`), and the
 readers read neither."""
-THOUSANDS = re.compile(r"(?<![\d.,])[1-9]\d{0,2}(?:,\d{3})+(?!\d|,\d)")
+GROUPED_BY_COMMAS = r"[1-9]\d{0,2}(?:,\d{3})+"
+"""The digits of a number whose commas set off thousands, as a pattern to build on (the choice reader's amounts)."""
+THOUSANDS = re.compile(r"(?<![\d.,])" + GROUPED_BY_COMMAS + r"(?!\d|,\d)")
 """A number whose commas set off thousands (`1,250`, `12,345,678`: a first group of one to three
 digits, not 0, then groups of three); any other comma between digits (`1,5`, `0,125`, `1234,567`,
 `1,00,000`, `(3,4)`) may be a decimal comma or a list, and `AMBIGUOUS_COMMA` finds it."""

@@ -9,15 +9,12 @@ from collections import Counter
 from fractions import Fraction
 from typing import Any, Iterable, Sequence
 
-from debatekit._base.answer_kinds import numerals
+from debatekit._base.answer_kinds import TRUTH_WORDS, numerals
 
 DECIMAL_TOL = Fraction(1, 10**9)
 """How far apart two numbers may be and still be one answer, when one of them is not a whole number
 (0.1 + 0.2 against 0.3). Whole numbers (and a fraction against a whole number) compare exactly:
 1000000001 is not 1000000000."""
-
-TRUTH_WORDS = {"true": "yes", "false": "no"}
-"""A truth value written as a word, as the yes/no answer it is (a reply's `True` is read as yes too)."""
 
 
 def normalize(answer: Any) -> Any:

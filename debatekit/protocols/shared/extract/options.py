@@ -7,7 +7,7 @@ import math
 import re
 from functools import lru_cache
 
-from debatekit._base.answer_kinds import LETTERS
+from debatekit._base.answer_kinds import GROUPED_BY_COMMAS, LETTERS
 from debatekit.protocols.shared.extract.markers import Unread
 
 DECLINE = re.compile(
@@ -30,7 +30,7 @@ alone declines nothing ("none of the other agents is right")."""
 DECLINES_BY = 12
 """A decline opens a marker's line when it starts within this many characters, before any number or option."""
 REL_TOL, ABS_TOL = 1e-6, 1e-9  # a stated number names an option of this value (relative, or absolute near 0)
-_AMOUNT = r"(-?)[$€£]?((?:[1-9]\d{0,2}(?:,\d{3})+|\d+)(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
+_AMOUNT = r"(-?)[$€£]?((?:" + GROUPED_BY_COMMAS + r"|\d+)(?:\.\d+)?|\.\d+)(?:\s*/\s*(\d+(?:\.\d+)?))?"
 AMOUNT = re.compile(r"(?<![\w.,/√^-])" + _AMOUNT + r"(?!\s*[√(^]|e[-+]?\d|,?\d)")  # stated: `-$1,250.5`, `3/4`
 """A number a reply states; one joined to another by a comma that sets off no thousands (`2,5`: a
 decimal comma or a list) states none."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from debatekit._base.answer_kinds import first_of_same
+from debatekit._base.answer_kinds import TRUTH_WORDS, first_of_same
 from debatekit.protocols.shared.extract.confidences import beside_confidence, stated_confidences
 from debatekit.protocols.shared.extract.markers import (BOX, BOXED, MARKER, Unread, after_markers, boxes, inside,
                                                         model_text, quoted_spans)
@@ -105,7 +105,7 @@ def _yes_no(segment: str, marked: bool) -> str | None:
     if not words:
         return None
     word = words[0] if marked else next((w for w in reversed(words) if w in ("yes", "no")), None)
-    return {"true": "yes", "false": "no"}.get(word, word) if word else None
+    return TRUTH_WORDS.get(word, word) if word else None
 
 
 def _text(segment: str, marked: bool) -> str | None:
