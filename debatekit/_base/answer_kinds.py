@@ -54,15 +54,16 @@ GROUPED_BY_COMMAS = r"[1-9]\d{0,2}(?:,\d{3})+"
 THOUSANDS = re.compile(r"(?<![\d.,])" + GROUPED_BY_COMMAS + r"(?!\d|,\d)")
 """A number whose commas set off thousands (`1,250`, `12,345,678`: a first group of one to three
 digits, not 0, then groups of three); any other comma between digits (`1,5`, `0,125`, `1234,567`,
-`1,00,000`, `(3,4)`) may be a decimal comma or a list, and `AMBIGUOUS_COMMA` finds it."""
-AMBIGUOUS_COMMA = re.compile(r"\d,\d")
-"""A comma between digits left once thousands are joined: a decimal comma or two numbers."""
+`1,00,000`, `(3,4)`) may be a decimal comma or a list, which no reader can tell apart."""
+FULL_WIDTH_COMMA = re.compile(r"(?<=\d)\uff0c(?=\d)")
 
 
 def numerals(text: str) -> str:
     """`text` with its thousands separators dropped: commas (`1,250`), no-break and thin spaces
     (`1\u202f000`), and plain spaces when the text is only that number (`1 000`). A comma between
-    digits that sets off no thousands is left as it is: `1,5` may be 1.5 or the list 1, 5."""
+    digits that sets off no thousands is left as it is: `1,5` may be 1.5 or the list 1, 5. A full-width
+    comma between digits (`1，250`) is a comma."""
+    text = FULL_WIDTH_COMMA.sub(",", text)
     if ALONE.fullmatch(text):
         text = re.sub(r"(?<=\d) (?=\d)", "", text)
     text = SPACED.sub(lambda match: re.sub(r"\s", "", match.group()), text)

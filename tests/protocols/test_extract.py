@@ -56,8 +56,9 @@ INTEGER = [
     ("", None),
     ("Each box holds 24. 24 * 5 = 120 in total.\nAnswer: 120 cookies.", 120),
     ("Answer: 0", 0),
-    # a `*` is a multiplication sign as often as markdown: 13*1 is not 131
-    ("The question was: What is the result of 27+12*24+28-13*1?", 1),
+    # a `*` is a multiplication sign as often as markdown: 13*1 is not 131; and the last number of
+    # arithmetic left unworked is no answer (not 1)
+    ("The question was: What is the result of 27+12*24+28-13*1?", None),
     # a reply that ends by echoing the prompt's instruction: its placeholder `Answer: X` is no answer,
     # and the reply's \boxed{} is read before its last number
     ("343 - 13 = 320\n\nSo the result is \\(\\boxed{320}\\).\n\nThe question was: What is the result of "

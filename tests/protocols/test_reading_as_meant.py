@@ -120,6 +120,16 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("Answer: 0,125", None), ("Answer: 1234,567", None), ("Answer: 2{,}5", None), ("\\boxed{1{,}000}", 1000),
     # the line states its answer before the ambiguous number: it is read
     ("Answer: 7 (= 3,5 × 2)", 7), ("Answer: 150 minutes, which makes 2,5 hours", 150),
+    # a range, a time, a ratio or a date is no one number; nor is the last number of arithmetic left unworked
+    ("Answer: 5-10", None), ("Answer: 5 – 10 hours", None), ("Answer: 3-4 days", None), ("Answer: $5-$10", None),
+    ("Answer: 5 to 10", None), ("Answer: 5 or 6", None), ("So it takes 5-10 minutes", None),
+    ("Answer: 3:30", None), ("Answer: 2:1 ratio", None), ("The meeting ends at 10:30", None),
+    ("Answer: 2023-10-05", None), ("Answer: 12/25/2023", None), ("She had 20-8 left", None), ("I get 3/4", None),
+    ("Answer: \\frac{3}{2,5}", None), ("\\boxed{\\frac{3}{2,5}}", None),
+    ("Answer: 20-8", 12), ("Answer: 10 - 5", 5), ("Answer: 5 - 10 = -5", -5), ("Answer: 3/4", 0.75),
+    ("Answer: 12 (from 5-10)", 12), ("Step 2: 10 apples", 10), ("Answer: Step 3: 18", 18),
+    # a full-width comma is a comma
+    ("Answer: 1\uff0c250", 1250), ("Answer: 1\uff0c5", None),
     ("The total is 18.\nThere is no other way to compute it.", 18),
     ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
     ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),

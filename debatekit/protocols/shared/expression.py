@@ -51,8 +51,8 @@ class Unreadable(ValueError):
 
 
 class Ambiguous(Unreadable):
-    """The number read is joined to another by a comma that sets off no thousands (`1,5`, `(3,4)`):
-    a decimal comma or a list, which no reader can tell apart."""
+    """The number read has more than one reading with what is written around it (`alone`): a decimal
+    comma or a list (`1,5`), a time (`3:30`), a range (`5-10`), a date, digits in groups (`12 000`)."""
 
 
 class Unknowns(Unreadable):
@@ -72,7 +72,8 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
     """
     if len(text) > MAX_CHARS:
         raise Unreadable(f"an answer of {len(text):,} characters is not read")
-    tokens = _tokens(plain(text))
+    text = plain(text)
+    tokens = _tokens(text)
     starts = [i for i, t in enumerate(tokens) if _starts(tokens, i)]
     found = None
     try:
@@ -89,29 +90,37 @@ def value(text: str, first: bool = False, formula: bool = False) -> Fraction | N
         raise Unreadable("nested too deep") from exc
     if found is None:
         return None
-    _one_number(tokens, found_at, found[1])
+    alone(text, tokens[found_at][3], tokens[found[1] - 1][4])
     return found[0]
 
 
-def _one_number(tokens, start: int, end: int) -> None:
-    """Raise `Ambiguous` when the expression read (from `start` to `end`) is joined to another number
-    by a comma with no space (`1,5`, `(3,4)`, `1990,2000`; thousands were joined already), or is one
-    group of a number set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands
-    alone): a decimal comma, a list or a number in groups, which no reader can tell apart."""
-    def joined(comma, number) -> bool:  # `,5`: a comma and a number, no space before either
-        return comma == ("other", ",", False) and number[0] == "number" and not number[2]
-
-    def grouped(first, second) -> bool:  # `12 000`: one to three digits, a space, three digits
-        return (first[0] == second[0] == "number" and second[2] and re.fullmatch(r"\d{1,3}", first[1]) is not None
-                and re.fullmatch(r"\d{3}", second[1]) is not None)
-
-    before, after = tokens[max(start - 2, 0):start], tokens[end:end + 2]
-    if (len(before) == 2 and before[0][0] == "number" and joined(before[1], tokens[start])
-            or len(after) == 2 and joined(*after)):
-        raise Ambiguous("a comma between digits: a decimal comma or two numbers")
-    if end == start + 1 and (start > 0 and grouped(tokens[start - 1], tokens[start])
-                             or end < len(tokens) and grouped(tokens[start], tokens[end])):
+def alone(text: str, start: int, end: int) -> None:
+    """Raise `Ambiguous` when the number or arithmetic read at `text[start:end]` has more than one reading
+    with what is written around it: joined to another number by a comma that sets off no thousands
+    (`1,5`, `(3,4)`; thousands were joined already) or by a colon (`3:30`, `1:2`); one group of a number
+    set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands alone); a range (`5-10`,
+    `5 to 10`, `5 or 6`) or a date (`2023-10-05`, `12/25/2023`); arithmetic the reader stopped inside
+    (`\\frac{3}{2,5}` read up to its 3), or, for a number read alone, after (`20-8`: not 8)."""
+    span, before, after = text[start:end], text[:start], text[end:]
+    if span[:1].isdigit() and TIED_BEFORE.search(before) or TIED_AFTER.match(after):
+        raise Ambiguous(f"{span!r} joined to another number: a decimal comma, a time, a range or arithmetic")
+    if (re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \t]+\Z", before)
+            or re.fullmatch(r"\d{1,3}", span) and re.match(r"[ \t]+\d{3}(?!\d|\.\d)", after)):
         raise Ambiguous("digits in groups of three apart by spaces: one number or several")
+    if (range_ := RANGE.fullmatch(span)) and Fraction(range_[1]) < Fraction(range_[2]) or DATE.fullmatch(span):
+        raise Ambiguous(f"{span!r} is a range or a date, not a difference")
+
+
+TIED_BEFORE = re.compile(r"(?:\d[,:]|\d[ \t]*[-+/^×÷][ \t]*|\d[ \t]+(?:to|or)[ \t]+)\Z")
+"""What joins a number to the one before it: a comma or colon with no space (`1,5`, `3:30`), an
+operator (`20-8`, `3/4`), or `to`/`or` (`5 to 10`)."""
+TIED_AFTER = re.compile(r"(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+(?:to|or)[ \t]+\$?[\d.])")
+"""What joins a number to the one after it, the same ways."""
+RANGE = re.compile(r"(\d+(?:\.\d+)?)[ \t]*-[ \t]*(\d+(?:\.\d+)?)")
+"""A smaller number, a dash, a larger one (`5-10`, `5 – 10`): a range; as a difference it is
+negative, which an answer writes as `-5`."""
+DATE = re.compile(r"\d+([-/])\d+\1\d+")
+"""Three numbers joined by dashes or slashes (`2023-10-05`, `12/25/2023`): a date."""
 
 
 def plain(text: str) -> str:
@@ -180,18 +189,18 @@ def _fractions(text: str) -> str:
     return rewrite(0, len(text), 0)
 
 
-def _tokens(text: str) -> list[tuple[str, str, bool]]:
-    """(kind, text, whether a space came before it) of each token."""
+def _tokens(text: str) -> list[tuple[str, str, bool, int, int]]:
+    """(kind, text, whether a space came before it, where it starts and ends) of each token."""
     out = []
     for match in TOKEN.finditer(text):
         kind = match.lastgroup or "other"
-        out.append((kind, match.group(kind), match.group(0)[:1].isspace()))
+        out.append((kind, match.group(kind), match.group(0)[:1].isspace(), match.start(kind), match.end(kind)))
     return out
 
 
 def _starts(tokens, i: int) -> bool:
     """Whether an expression may start at token i: a number, or a sign or `(` before one."""
-    kind, text, _ = tokens[i]
+    kind, text = tokens[i][:2]
     if kind == "number":
         return True
     nxt = tokens[i + 1] if i + 1 < len(tokens) else ("", "", False)

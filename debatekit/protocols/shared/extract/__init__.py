@@ -24,7 +24,10 @@ placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
   whole number is returned as an int, a decimal as a float, another fraction as its text
   ("122/15", `as_answer`).
   A reply read whole: the last number; `$`, thousands commas and a trailing
-  period are ignored ("$1,250." is 1250); an integral value is returned as an int. A `*`
+  period are ignored ("$1,250." is 1250); an integral value is returned as an int. A number with
+  more than one reading is none, in a marker's line as in a reply read whole (`expression.alone`):
+  `1,5`, `12 000 dollars`, a range (`5-10`), a time (`3:30`), a date, or the last number of
+  arithmetic left unworked (`20-8`: not 8). A `*`
   counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
   number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer. A
   number set against the one before it in its clause ("35 hours, not 45 hours") is none either,

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from fractions import Fraction
 
-from debatekit._base.answer_kinds import AMBIGUOUS_COMMA, numerals
+from debatekit._base.answer_kinds import numerals
 from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.extract.markers import Unread, boxes
 
@@ -20,7 +20,8 @@ CONCLUDES = re.compile(r"[,;]?\s+(?:so|thus|therefore|hence|which\s+(?:gives|mak
 SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 """Where a sentence ends and the next begins: a marker's answer is in its first."""
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
-NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+NUMBER = re.compile(r"(?:(?<![\d)])-)?\d+(?:\.\d+)?")
+"""A number as a reply read whole writes it; a dash after a digit joins two numbers (`5-10`), no sign."""
 _NOT = r"(?:,?\s+|\s*\()(?:and\s+)?not\s+(?:the\s+)?"
 _NUM = r"-?\d+(?:\.\d+)?"
 NEGATED = re.compile(r"(?<=\d)([^\d\n.;]{0,40}?)" + _NOT + _NUM + r"(?:\s*(?:,|or|nor|and)\s*" + _NUM + r")*\)?")
@@ -39,10 +40,10 @@ def read_number(segment: str, marked: bool) -> int | float | str | None:
     if not numbers:
         return None
     last = numbers[-1]
-    if (AMBIGUOUS_COMMA.match(plain, max(last.start() - 2, 0)) or AMBIGUOUS_COMMA.match(plain, last.end() - 1)
-            or re.search(r"(?<![\d.,])\d{1,3} \Z", plain[:last.start()]) and re.fullmatch(r"\d{3}", last.group())):
-        return None  # `... is 1,5`, `... pays 12 000`: a decimal comma, a list or a number in groups, which no
-        # reader can tell apart
+    try:
+        expression.alone(plain, last.start(), last.end())
+    except expression.Ambiguous:
+        return None  # `... is 1,5`, `... pays 12 000`, `... takes 5-10`: no reader can tell which number is meant
     if "." not in last.group():  # a whole number exactly, however long (a float rounds it past 2**53)
         return int(last.group())
     value = float(last.group())
