@@ -19,7 +19,9 @@ With `write`, each debate played back whole replaces its record, and each of its
 takes the new reading (`output`, the reading's faults and errors), keeping the work as it was
 done (ids, times, tokens, calls, replies, retries), so that a study's compute tables do not
 change; every other line stays byte for byte, and `run.json` gains a `rescores` entry (a sweep
-point's sidecar, `<point>.json` beside it, takes the run's new summary). A debate
+point's sidecar, `<point>.json` beside it, takes the run's new summary). A run whose summary gives
+other scores or intervals than today's summary of its debates (`SCORED`; older interval code) is
+written too, so that its `run.json` states today's figures. A debate
 whose protocol keeps files of its own under `items/` or that is escalated to human review (in
 the run or played back) is kept as it is: neither is rewritten.
 """
@@ -155,11 +157,22 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         readings = {_identity(b): _reading(b, a) for b, a in pairs}
         result.events_updated += sum(any(b.get(k) != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
         replaced[d.debate_id] = (rescored, readings)
-    if write and (result.changed or result.readings or result.events_updated or
+    if write and (result.changed or result.readings or result.events_updated or _stale(record.summary, old) or
                   any(old_by_id[i].usage != new.usage for i, (new, _) in replaced.items())):
         _write(folder, replaced, result, record)
         result.written = True
     return result
+
+
+SCORED = ("accuracy", "accuracy_ci", "score", "score_ci")
+"""What a run's summary says of its scores: `rescore --write` brings it to today's intervals."""
+
+
+def _stale(summary: dict, debates: list[DebateRecord]) -> bool:
+    """Whether `summary` gives scores or intervals other than today's `summarize` of `debates` (a run
+    summarised by older interval code)."""
+    today = summarize(debates)
+    return any(summary.get(key) != today[key] for key in SCORED if key in summary)
 
 
 def _counted_cut_offs(debate: DebateRecord, events: list[dict]) -> DebateRecord | None:

@@ -17,7 +17,7 @@ from debatekit.models.recorded import attempts
 from debatekit.records.schemas import RunConfig
 from debatekit.records.trace import RunFolder
 from debatekit.runner import run
-from debatekit.sweep.rescore import rescore
+from debatekit.sweep.rescore import SCORED, rescore
 from tests.conftest import answer
 
 HEDGED = "it is 20, not 25"
@@ -67,6 +67,21 @@ def test_a_run_read_by_the_same_code_comes_out_the_same_without_a_model_call(rec
     assert (result.debates, result.calls) == (3, 18)  # 3 items, 3 agents, 2 rounds
     assert result.changed == result.readings == result.kept == [] and not result.written
     assert (lines(folder / "debates.jsonl"), lines(folder / "events.jsonl")) == before  # nothing written
+
+
+def test_write_brings_a_summary_made_by_older_interval_code_to_todays(recorded):
+    folder, asked = recorded
+    today = json.loads((folder / "run.json").read_text())["summary"]
+    stale = json.loads((folder / "run.json").read_text())
+    stale["summary"]["accuracy_ci"] = [0.1234, 0.9876]  # as an older bootstrap wrote it
+    (folder / "run.json").write_text(json.dumps(stale))
+    assert not rescore(folder).written  # a look changes nothing
+    result = rescore(folder, write=True)
+    assert result.written and result.changed == result.readings == [] and asked == []
+    record = json.loads((folder / "run.json").read_text())
+    assert record["summary"]["accuracy_ci"] == today["accuracy_ci"] != [0.1234, 0.9876]
+    assert record["rescores"][-1]["changed"] == 0
+    assert not rescore(folder, write=True).written  # nothing stale is left
 
 
 def test_a_mended_reader_changes_the_answers_it_reads_and_the_debates_they_decide(recorded, monkeypatch):
@@ -336,3 +351,14 @@ def test_the_committed_study_reads_as_recorded_with_todays_readers(part):
         assert [int(n) for n in numbers.groups()] == [0, 0, len(kept)], line
     assert sorted(kept_lines) == sorted(f"  kept {item}: {why}" for item, why in listed)
     assert part != "gsm8k" or sum("did not record the replies it repaired" in why for _, why in listed) == 11
+
+
+RESULTS = STUDIES.parent
+
+
+@pytest.mark.parametrize("folder", sorted(str(p.parent.relative_to(RESULTS)) for p in RESULTS.rglob("run.json")))
+def test_a_committed_run_states_the_scores_and_intervals_of_its_debates(folder):
+    # a run summarised by older interval code: `debatekit rescore --write results/<folder>` restates it
+    record = json.loads((RESULTS / folder / "run.json").read_text())
+    today = analysis.summarize(RunFolder(RESULTS / folder).debates())
+    assert {k: record["summary"].get(k) for k in SCORED} == {k: today[k] for k in SCORED}
