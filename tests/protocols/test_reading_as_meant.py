@@ -122,12 +122,24 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("Answer: 7 (= 3,5 × 2)", 7), ("Answer: 150 minutes, which makes 2,5 hours", 150),
     # a range, a time, a ratio or a date is no one number; nor is the last number of arithmetic left unworked
     ("Answer: 5-10", None), ("Answer: 5 – 10 hours", None), ("Answer: 3-4 days", None), ("Answer: $5-$10", None),
-    ("Answer: 5 to 10", None), ("Answer: 5 or 6", None), ("So it takes 5-10 minutes", None),
+    ("Answer: 5 to 10", None), ("So it takes 5-10 minutes", None), ("Answer: 5—10", None),
+    ("Answer: 20%-25%", None), ("The discount is 20%-25%.", None), ("The answer is 25% to 30%.", None),
+    ("The total is 4 x 3", None), ("\\( 9 \\times 2 \\)", None), ("48 \\div 2", None),
+    ("\\frac{3}{4} of the pie", None), ("The area is 120 ft^2.", None),
     ("Answer: 3:30", None), ("Answer: 2:1 ratio", None), ("The meeting ends at 10:30", None),
     ("Answer: 2023-10-05", None), ("Answer: 12/25/2023", None), ("She had 20-8 left", None), ("I get 3/4", None),
     ("Answer: \\frac{3}{2,5}", None), ("\\boxed{\\frac{3}{2,5}}", None),
     ("Answer: 20-8", 12), ("Answer: 10 - 5", 5), ("Answer: 5 - 10 = -5", -5), ("Answer: 3/4", 0.75),
     ("Answer: 12 (from 5-10)", 12), ("Step 2: 10 apples", 10), ("Answer: Step 3: 18", 18),
+    # ... but a change is no range, a restatement no second answer, a label's dash no arithmetic
+    ("Her score went from 80 to 92.", 92), ("The price increased by $20 to $120.", 120),
+    ("Answer: The price rises from $20 to $25", 25), ("So she rounds 4.5 to 5.", 5), ("Answer: 1/2 or 0.5", 0.5),
+    ("Answer: 60 or 1 hour", 60), ("The answer is $18 or 18 dollars.", 18), ("Answer: 5 or 6", 5),
+    ("Answer: 16-3-4", 9), ("\\boxed{48/2/2}", 12), ("Answer: 5/1/24", None),
+    ("Step 3 - 18", 18), ("Day 1 - 5 apples, Day 2 - 7 apples", 7),
+    # a mixed number is one number; a box states the answer a time in the marker's line leaves unread
+    ("Answer: 3 1/2 hours", 3.5), ("\\boxed{3 1/2}", 3.5), ("Answer: 3 1/2.", 3.5),
+    ("The answer is: she leaves at 3:30 PM.\n\\boxed{150}", 150),
     # a full-width comma is a comma
     ("Answer: 1\uff0c250", 1250), ("Answer: 1\uff0c5", None),
     ("The total is 18.\nThere is no other way to compute it.", 18),

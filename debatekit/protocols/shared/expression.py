@@ -36,10 +36,12 @@ MAX_CHARS = 2_000
 TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}(?!\d))?)|(?P<op>[-+*/^()=])"
                    r"|(?P<word>[^\W\d_]+)|(?P<other>\S))")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{")
+MIXED = re.compile(r"(?<![\d.,/])(\d+)[ \t]+(\d+)/(\d+)(?![\d/]|\.\d)")
+"""A mixed number written plainly (`3 1/2`): 7/2, as `3\\frac{1}{2}` is."""
 _TEX = [(re.compile(r"(?<=\d)\{,\}(?=\d)"), ","),  # 1{,}250 and 2{,}5: a comma (`numerals` tells which)
         (re.compile(r"(?<=\d)(?:\\,|\\ )(?=\d)"), "\u2009"),  # 1\,250: a thin space
         (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
-        (re.compile(r"[−–](?=\s*[\d.(])"), "-"),
+        (re.compile(r"[−–—](?=\s*[\d.(])"), "-"), (MIXED, r"(\1+\2/\3)"),
         (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 ")]
 OPERATORS = ("+", "-", "*", "/", "^")
 VARIABLE = re.compile(r"[^\W\d_]")
@@ -99,8 +101,8 @@ def alone(text: str, start: int, end: int) -> None:
     with what is written around it: joined to another number by a comma that sets off no thousands
     (`1,5`, `(3,4)`; thousands were joined already) or by a colon (`3:30`, `1:2`); one group of a number
     set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands alone); a range (`5-10`,
-    `5 to 10`, `5 or 6`) or a date (`2023-10-05`, `12/25/2023`); arithmetic the reader stopped inside
-    (`\\frac{3}{2,5}` read up to its 3), or, for a number read alone, after (`20-8`: not 8)."""
+    `5 to 10`) or a date (`2023-10-05`, `12/25/2023`); arithmetic the reader stopped inside
+    (`\\frac{3}{2,5}` read up to its 3), or, for a number read alone, after (`20-8`, `4 x 3`: not 8 or 3)."""
     span, before, after = text[start:end], text[:start], text[end:]
     if span[:1].isdigit() and TIED_BEFORE.search(before) or TIED_AFTER.match(after):
         raise Ambiguous(f"{span!r} joined to another number: a decimal comma, a time, a range or arithmetic")
@@ -111,16 +113,20 @@ def alone(text: str, start: int, end: int) -> None:
         raise Ambiguous(f"{span!r} is a range or a date, not a difference")
 
 
-TIED_BEFORE = re.compile(r"(?:\d[,:]|\d[ \t]*[-+/^×÷][ \t]*|\d[ \t]+(?:to|or)[ \t]+)\Z")
-"""What joins a number to the one before it: a comma or colon with no space (`1,5`, `3:30`), an
-operator (`20-8`, `3/4`), or `to`/`or` (`5 to 10`)."""
-TIED_AFTER = re.compile(r"(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+(?:to|or)[ \t]+\$?[\d.])")
-"""What joins a number to the one after it, the same ways."""
+TIED_BEFORE = re.compile(r"(?:\d%?[,:-]|\d%?[ \t]*(?:[+/×÷x]|\\(?:times|cdot|div))[ \t]*|\^[ \t]*|\}[ \t]*\{)\Z")
+"""What joins a number to the one before it: a comma, colon or dash with no space (`1,5`, `3:30`,
+`20-8`), another operator (`3/4`, `4 x 3`, `9 \\times 2`), an exponent's `^` (`120 ft^2`), a LaTeX
+fraction's braces (`\\frac{3}{4}`). A dash set apart by spaces is a label's (`Step 3 - 18`)."""
+TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[ \t]+\$?[\d.])")
+"""What joins a number to the one after it: a comma or colon with no space, an operator the reader
+did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`). A
+number restated after `or` (`1/2 or 0.5`, `60 or 1 hour`) leaves the first as read."""
 RANGE = re.compile(r"(\d+(?:\.\d+)?)[ \t]*-[ \t]*(\d+(?:\.\d+)?)")
 """A smaller number, a dash, a larger one (`5-10`, `5 – 10`): a range; as a difference it is
 negative, which an answer writes as `-5`."""
-DATE = re.compile(r"\d+([-/])\d+\1\d+")
-"""Three numbers joined by dashes or slashes (`2023-10-05`, `12/25/2023`): a date."""
+DATE = re.compile(r"\d{4}([-/])\d{1,2}\1\d{1,2}|\d{1,2}([-/])\d{1,2}\2(?:\d{4}|\d{2})")
+"""Three numbers joined by dashes or slashes in a date's shape (`2023-10-05`, `12/25/2023`,
+`5/1/24`); `16-3-4` and `48/2/2` are arithmetic."""
 
 
 def plain(text: str) -> str:

@@ -9,6 +9,7 @@ from debatekit._base.answer_kinds import TRUTH_WORDS, first_of_same
 from debatekit.protocols.shared.extract.confidences import beside_confidence, stated_confidences
 from debatekit.protocols.shared.extract.markers import (BOX, BOXED, MARKER, Unread, after_markers, boxes, inside,
                                                         model_text, quoted_spans)
+from debatekit.protocols.shared.expression import Ambiguous
 from debatekit.protocols.shared.extract.numeric import read_number
 from debatekit.protocols.shared.extract.options import declines, declines_at_end, plain_math, read_choice
 
@@ -48,7 +49,12 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
                 continue
             if kind in ("integer", "number", "choice") and declines(_first_line(segment), choices or [], numbers):
                 return None  # the reply's latest statement of its answer declines: it has none
-            found = finder(segment, True)
+            try:
+                found = finder(segment, True)
+            except Unread as exc:
+                if k == 0 and boxed and isinstance(exc.__cause__, Ambiguous):
+                    continue  # `The answer is: she leaves at 3:30 PM.` then `\boxed{150}`: the box states it
+                raise
             if found is not None:
                 return first_of_same(found, choices) if kind == "choice" else found
         if marked_only or kind in ("integer", "number", "choice") and declines_at_end(clean):
