@@ -140,6 +140,10 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     # a mixed number is one number; a box states the answer a time in the marker's line leaves unread
     ("Answer: 3 1/2 hours", 3.5), ("\\boxed{3 1/2}", 3.5), ("Answer: 3 1/2.", 3.5),
     ("The answer is: she leaves at 3:30 PM.\n\\boxed{150}", 150),
+    # a quantity in two units is neither of its numbers; one unit and other words are no such quantity
+    ("Answer: 1 hour 30 minutes", None), ("It takes 1 hour and 30 minutes.", None), ("Answer: 5 feet 6 inches", None),
+    ("Answer: 3 dollars and 50 cents", None), ("Answer: 3 apples and 5 oranges", 3), ("Answer: 2 hours, 3 more", 2),
+    ("Answer: 1.5 hours (90 minutes)", 1.5), ("She works 5 days a week, 8 hours a day, so 40 hours.", 40),
     # a full-width comma is a comma
     ("Answer: 1\uff0c250", 1250), ("Answer: 1\uff0c5", None),
     ("The total is 18.\nThere is no other way to compute it.", 18),

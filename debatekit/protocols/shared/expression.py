@@ -101,11 +101,14 @@ def alone(text: str, start: int, end: int) -> None:
     with what is written around it: joined to another number by a comma that sets off no thousands
     (`1,5`, `(3,4)`; thousands were joined already) or by a colon (`3:30`, `1:2`); one group of a number
     set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands alone); a range (`5-10`,
-    `5 to 10`) or a date (`2023-10-05`, `12/25/2023`); arithmetic the reader stopped inside
+    `5 to 10`) or a date (`2023-10-05`, `12/25/2023`); one part of a quantity in two units (`1 hour
+    30 minutes`); arithmetic the reader stopped inside
     (`\\frac{3}{2,5}` read up to its 3), or, for a number read alone, after (`20-8`, `4 x 3`: not 8 or 3)."""
     span, before, after = text[start:end], text[:start], text[end:]
     if span[:1].isdigit() and TIED_BEFORE.search(before) or TIED_AFTER.match(after):
         raise Ambiguous(f"{span!r} joined to another number: a decimal comma, a time, a range or arithmetic")
+    if COMPOUND_AFTER.match(after) or span[:1].isdigit() and COMPOUND_BEFORE.search(before):
+        raise Ambiguous(f"{span!r} is one part of a quantity in two units")
     if (re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \t]+\Z", before)
             or re.fullmatch(r"\d{1,3}", span) and re.match(r"[ \t]+\d{3}(?!\d|\.\d)", after)):
         raise Ambiguous("digits in groups of three apart by spaces: one number or several")
@@ -121,6 +124,11 @@ TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[
 """What joins a number to the one after it: a comma or colon with no space, an operator the reader
 did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`). A
 number restated after `or` (`1/2 or 0.5`, `60 or 1 hour`) leaves the first as read."""
+UNIT = (r"(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|feet|foot|ft|inch(?:es)?|"
+        r"yards?|miles?|(?:centi|kilo)?met(?:er|re)s?|pounds?|lbs?|ounces?|oz|dollars?|cents?)")
+COMPOUND_AFTER = re.compile(r"[ \t]+" + UNIT + r"(?:[ \t]+and)?[ \t]+\d")
+COMPOUND_BEFORE = re.compile(r"\d[ \t]+" + UNIT + r"(?:[ \t]+and)?[ \t]+\Z")
+"""A quantity in two units (`1 hour 30 minutes`, `5 feet and 6 inches`): neither number alone is it."""
 RANGE = re.compile(r"(\d+(?:\.\d+)?)[ \t]*-[ \t]*(\d+(?:\.\d+)?)")
 """A smaller number, a dash, a larger one (`5-10`, `5 – 10`): a range; as a difference it is
 negative, which an answer writes as `-5`."""
