@@ -172,7 +172,7 @@ def _stale(summary: dict, debates: list[DebateRecord]) -> bool:
     """Whether `summary` gives scores or intervals other than today's `summarize` of `debates` (a run
     summarised by older interval code)."""
     today = summarize(debates)
-    return any(summary.get(key) != today[key] for key in SCORED if key in summary)
+    return any(summary.get(key) != today[key] for key in SCORED)
 
 
 def _counted_cut_offs(debate: DebateRecord, events: list[dict]) -> DebateRecord | None:

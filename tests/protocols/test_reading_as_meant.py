@@ -139,7 +139,12 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("Step 3 - 18", 18), ("Day 1 - 5 apples, Day 2 - 7 apples", 7),
     # a mixed number is one number; a box states the answer a time in the marker's line leaves unread
     ("Answer: 3 1/2 hours", 3.5), ("\\boxed{3 1/2}", 3.5), ("Answer: 3 1/2.", 3.5),
-    ("The answer is: she leaves at 3:30 PM.\n\\boxed{150}", 150),
+    ("The answer is: she leaves at 3:30 PM.\n\\boxed{150}", 150), ("\\boxed{12}\nFinal answer: 1,5", None),
+    ("\\boxed{12}\nWait. Final answer: 5-10 minutes", None),
+    # a sentence's period ends a range or a date as well; an em dash set apart is punctuation
+    ("Answer: 5-10.", None), ("Answer: 5 - 10.", None), ("The answer is 2023-10-05.", None),
+    ("Answer: 12/25/2023.", None), ("Answer: 18 — 9 eggs sold at $2 each", 18), ("Answer: 42 — 6 groups of 7", 42),
+    ("Answer: 1 000/2", None), ("Answer: 10 000/4", None),
     # a quantity in two units is neither of its numbers; one unit and other words are no such quantity
     ("Answer: 1 hour 30 minutes", None), ("It takes 1 hour and 30 minutes.", None), ("Answer: 5 feet 6 inches", None),
     ("Answer: 3 dollars and 50 cents", None), ("Answer: 3 apples and 5 oranges", 3), ("Answer: 2 hours, 3 more", 2),

@@ -36,12 +36,15 @@ MAX_CHARS = 2_000
 TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}(?!\d))?)|(?P<op>[-+*/^()=])"
                    r"|(?P<word>[^\W\d_]+)|(?P<other>\S))")
 _FRAC = re.compile(r"\\[dt]?frac\s*\{")
-MIXED = re.compile(r"(?<![\d.,/])(\d+)[ \t]+(\d+)/(\d+)(?![\d/]|\.\d)")
-"""A mixed number written plainly (`3 1/2`): 7/2, as `3\\frac{1}{2}` is."""
+MIXED = re.compile(r"(?<![\d.,/])(\d+)[ \t]+(?!\d{3}/)(\d+)/(\d+)(?![\d/]|\.\d)")
+"""A mixed number written plainly (`3 1/2`): 7/2, as `3\\frac{1}{2}` is (`1 000/2` is no mixed number)."""
+MINUS = re.compile(r"[−–](?=\s*[\d.(])|(?<=\d)—(?=\d)")
+"""A minus sign or en dash before a number, and an em dash between two digits (`5—10`), as `-`; an em
+dash set apart by spaces is punctuation (`18 — 9 eggs sold`)."""
 _TEX = [(re.compile(r"(?<=\d)\{,\}(?=\d)"), ","),  # 1{,}250 and 2{,}5: a comma (`numerals` tells which)
         (re.compile(r"(?<=\d)(?:\\,|\\ )(?=\d)"), "\u2009"),  # 1\,250: a thin space
         (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
-        (re.compile(r"[−–—](?=\s*[\d.(])"), "-"), (MIXED, r"(\1+\2/\3)"),
+        (MINUS, "-"), (MIXED, r"(\1+\2/\3)"),
         (re.compile(r"\\(?:left|right|[,!;: ])|\\?\$|\\%"), " "), (re.compile(r"\\text\{([^{}]*)\}"), r" \1 ")]
 OPERATORS = ("+", "-", "*", "/", "^")
 VARIABLE = re.compile(r"[^\W\d_]")
@@ -112,6 +115,7 @@ def alone(text: str, start: int, end: int) -> None:
     if (re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \t]+\Z", before)
             or re.fullmatch(r"\d{1,3}", span) and re.match(r"[ \t]+\d{3}(?!\d|\.\d)", after)):
         raise Ambiguous("digits in groups of three apart by spaces: one number or several")
+    span = span.rstrip(".")  # `5-10.`: a sentence's end
     if (range_ := RANGE.fullmatch(span)) and Fraction(range_[1]) < Fraction(range_[2]) or DATE.fullmatch(span):
         raise Ambiguous(f"{span!r} is a range or a date, not a difference")
 
@@ -119,7 +123,8 @@ def alone(text: str, start: int, end: int) -> None:
 TIED_BEFORE = re.compile(r"(?:\d%?[,:-]|\d%?[ \t]*(?:[+/×÷x]|\\(?:times|cdot|div))[ \t]*|\^[ \t]*|\}[ \t]*\{)\Z")
 """What joins a number to the one before it: a comma, colon or dash with no space (`1,5`, `3:30`,
 `20-8`), another operator (`3/4`, `4 x 3`, `9 \\times 2`), an exponent's `^` (`120 ft^2`), a LaTeX
-fraction's braces (`\\frac{3}{4}`). A dash set apart by spaces is a label's (`Step 3 - 18`)."""
+fraction's braces (`\\frac{3}{4}`). A dash set apart by spaces is taken as a separator (`Step 3 - 18`
+is 18), so a reply read whole that ends `20 - 8` gives 8."""
 TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[ \t]+\$?[\d.])")
 """What joins a number to the one after it: a comma or colon with no space, an operator the reader
 did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`). A
@@ -139,8 +144,8 @@ DATE = re.compile(r"\d{4}([-/])\d{1,2}\1\d{1,2}|\d{1,2}([-/])\d{1,2}\2(?:\d{4}|\
 
 def plain(text: str) -> str:
     """`text` with LaTeX arithmetic written plainly: `\\frac{a}{b}` as `((a)/(b))` (after a whole number,
-    added to it), `\\times` and `x` between numbers as `*`, `−` as `-`, `$`, `\\,` and `\\left(` set
-    aside, numbers written plainly (`numerals`)."""
+    added to it; so is a plain mixed number, `3 1/2`), `\\times` and `x` between numbers as `*`, a
+    minus or dash as `-` (`MINUS`), `$`, `\\,` and `\\left(` set aside, numbers written plainly (`numerals`)."""
     text = _fractions(text)
     for pattern, replacement in _TEX:
         text = pattern.sub(replacement, text)

@@ -22,8 +22,6 @@ SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
 LIST_ITEM = re.compile(r"^[ \t]*\d+[.)][ \t]+(?=\D)", re.MULTILINE)
 NUMBER = re.compile(r"(?:(?<![\d)%])-)?\d+(?:\.\d+)?")
 """A number as a reply read whole writes it; a dash after a digit joins two numbers (`5-10`), no sign."""
-DASH = re.compile(r"[−–—]")
-"""A minus sign, en or em dash: a dash as `-` writes it (`5–10` is a range, `−5` a sign)."""
 _NOT = r"(?:,?\s+|\s*\()(?:and\s+)?not\s+(?:the\s+)?"
 _NUM = r"-?\d+(?:\.\d+)?"
 NEGATED = re.compile(r"(?<=\d)([^\d\n.;]{0,40}?)" + _NOT + _NUM + r"(?:\s*(?:,|or|nor|and)\s*" + _NUM + r")*\)?")
@@ -36,7 +34,7 @@ SET_AGAINST = re.compile(r"\s*(" + _NUM + r")[^\d\n.;]{0,40}?" + _NOT + r"\d")
 def read_number(segment: str, marked: bool) -> int | float | str | None:
     if marked:
         return _marked_number(segment.strip().split("\n")[0])
-    plain = numerals(DASH.sub("-", segment.replace("$", "")))
+    plain = numerals(expression.MINUS.sub("-", segment.replace("$", "")))
     plain = NEGATED.sub(r"\1", LIST_ITEM.sub(" ", plain))
     numbers = list(NUMBER.finditer(plain))
     if not numbers:

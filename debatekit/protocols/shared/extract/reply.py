@@ -52,8 +52,8 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
             try:
                 found = finder(segment, True)
             except Unread as exc:
-                if k == 0 and boxed and isinstance(exc.__cause__, Ambiguous):
-                    continue  # `The answer is: she leaves at 3:30 PM.` then `\boxed{150}`: the box states it
+                if k == 0 and BOX.search(segment) and isinstance(exc.__cause__, Ambiguous):
+                    continue  # `The answer is: she leaves at 3:30 PM.` then `\boxed{150}`: the box after it states it
                 raise
             if found is not None:
                 return first_of_same(found, choices) if kind == "choice" else found
