@@ -76,7 +76,9 @@ class Rescore:
         lines = [f"{self.folder}: {self.debates - len(self.kept)} of {self.debates} debates played back whole from "
                  f"{self.calls} recorded calls (no model); {len(self.changed)} changed ({fixes[False, True]} wrong -> "
                  f"right, {fixes[True, False]} right -> wrong), {len(self.readings)} replies read differently, "
-                 f"{len(self.kept)} kept as recorded" + ("; written" if self.written else "")]
+                 f"{len(self.kept)} kept as recorded"
+                 + (f", {self.events_updated} call records change (faults, cut-off counts, echo flags)"
+                    if self.events_updated else "") + ("; written" if self.written else "")]
         lines += [f"  debate {where(c)}: " + ", ".join(f"{k} {c[k][0]!r} -> {c[k][1]!r}" for k in DECIDED
                                                       if c[k][0] != c[k][1]) for c in self.changed]
         lines += [f"  reply {where(r)} {r['agent']} {r['phase']} round {r['round']}: "
