@@ -105,8 +105,8 @@ def alone(text: str, start: int, end: int) -> None:
     (`1,5`, `(3,4)`; thousands were joined already) or by a colon (`3:30`, `1:2`); one group of a number
     set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands alone); a range (`5-10`,
     `5 to 10`) or a date (`2023-10-05`, `12/25/2023`); one part of a quantity in two units (`1 hour
-    30 minutes`); arithmetic the reader stopped inside
-    (`\\frac{3}{2,5}` read up to its 3), or, for a number read alone, after (`20-8`, `4 x 3`: not 8 or 3)."""
+    30 minutes`); arithmetic the reader stopped inside (`\\frac{3}{2,5}` read up to its 3), or, for a
+    number read alone, after (`20-8`, `4 x 3`: not 8 or 3)."""
     span, before, after = text[start:end], text[:start], text[end:]
     if span[:1].isdigit() and TIED_BEFORE.search(before) or TIED_AFTER.match(after):
         raise Ambiguous(f"{span!r} joined to another number: a decimal comma, a time, a range or arithmetic")

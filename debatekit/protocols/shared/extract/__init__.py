@@ -26,10 +26,10 @@ placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
   A reply read whole: the last number; `$`, thousands commas and a trailing
   period are ignored ("$1,250." is 1250); an integral value is returned as an int. A number with
   more than one reading is none, in a marker's line as in a reply read whole (`expression.alone`):
-  `1,5`, `12 000 dollars`, a range (`5-10`), a time (`3:30`), a date, or the last number of
-  arithmetic left unworked (`20-8`: not 8); where the last marker's line has only such a number,
-  the box is read. A `*`
-  counts as a space, not as nothing (`13*1` is two numbers, not 131), and without a marker the
+  `1,5`, `12 000 dollars`, a range (`5-10`), a time (`3:30`), a date, a quantity in two units, or
+  the last number of arithmetic left unworked (`20-8`: not 8); where the last marker's line has only
+  such a number, a box after it is read. A `*` counts as a space, not as nothing (`13*1` is two
+  numbers, not 131), and without a marker the
   number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer. A
   number set against the one before it in its clause ("35 hours, not 45 hours") is none either,
   and a marker that judges an answer ("the general public's answer is correct.") states none.

@@ -6,10 +6,10 @@ import re
 from typing import Any
 
 from debatekit._base.answer_kinds import TRUTH_WORDS, first_of_same
+from debatekit.protocols.shared.expression import Ambiguous
 from debatekit.protocols.shared.extract.confidences import beside_confidence, stated_confidences
 from debatekit.protocols.shared.extract.markers import (BOX, BOXED, MARKER, Unread, after_markers, boxes, inside,
                                                         model_text, quoted_spans)
-from debatekit.protocols.shared.expression import Ambiguous
 from debatekit.protocols.shared.extract.numeric import read_number
 from debatekit.protocols.shared.extract.options import declines, declines_at_end, plain_math, read_choice
 
