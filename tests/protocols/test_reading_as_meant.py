@@ -149,6 +149,14 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("Answer: 1 hour 30 minutes", None), ("It takes 1 hour and 30 minutes.", None), ("Answer: 5 feet 6 inches", None),
     ("Answer: 3 dollars and 50 cents", None), ("Answer: 3 apples and 5 oranges", 3), ("Answer: 2 hours, 3 more", 2),
     ("Answer: 1.5 hours (90 minutes)", 1.5), ("She works 5 days a week, 8 hours a day, so 40 hours.", 40),
+    ("Answer: 2 hours, 30 minutes", None), ("Answer: 1h 30m", None), ("Answer: 9 dollars, 50 cents", None),
+    ("\\boxed{160 \\text{ miles and } 300 \\text{ miles}}", None), ("They drove 160 miles and 300 miles", None),
+    ("So after 3 weeks 21 plants will grow.", 21), ("Answer: In 2 years 50 trees", 50), ("Answer: 40 hours 5 days a week", 40),
+    ("Answer: 12 dollars and 2 apples", 12), ("Answer: 3 days and 2 nights", 3), ("Answer: 24 months 2 years", 24),
+    # a box before an ambiguous last marker, or one left open, is no answer; rounding is no range
+    ("\\boxed{12}\nFinal answer: 3:30 PM\nSo \\boxed{", None), ("Answer: 3.33 to 2 decimal places", 3.33),
+    ("Answer: 20-5-10", 5), ("Answer: 05-10-2023", None), ("Answer: \u2212$5", -5),
+    ("The answer is $\\left(\\frac{3}{4}\\right)$.", 0.75), ("\\boxed{\\left(\\frac{1}{2}\\right)}", 0.5),
     # a full-width comma is a comma
     ("Answer: 1\uff0c250", 1250), ("Answer: 1\uff0c5", None),
     ("The total is 18.\nThere is no other way to compute it.", 18),

@@ -38,7 +38,7 @@ TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}
 _FRAC = re.compile(r"\\[dt]?frac\s*\{")
 MIXED = re.compile(r"(?<![\d.,/])(\d+)[ \t]+(?!\d{3}/)(\d+)/(\d+)(?![\d/]|\.\d)")
 """A mixed number written plainly (`3 1/2`): 7/2, as `3\\frac{1}{2}` is (`1 000/2` is no mixed number)."""
-MINUS = re.compile(r"[−–](?=\s*[\d.(])|(?<=\d)—(?=\d)")
+MINUS = re.compile(r"[−–](?=\s*\$?[\d.(])|(?<=\d)—(?=\d)")
 """A minus sign or en dash before a number, and an em dash between two digits (`5—10`), as `-`; an em
 dash set apart by spaces is punctuation (`18 — 9 eggs sold`)."""
 _TEX = [(re.compile(r"(?<=\d)\{,\}(?=\d)"), ","),  # 1{,}250 and 2{,}5: a comma (`numerals` tells which)
@@ -105,12 +105,12 @@ def alone(text: str, start: int, end: int) -> None:
     (`1,5`, `(3,4)`; thousands were joined already) or by a colon (`3:30`, `1:2`); one group of a number
     set apart by plain spaces (`12 000 dollars`; `numerals` joins one that stands alone); a range (`5-10`,
     `5 to 10`) or a date (`2023-10-05`, `12/25/2023`); one part of a quantity in two units (`1 hour
-    30 minutes`); arithmetic the reader stopped inside (`\\frac{3}{2,5}` read up to its 3), or, for a
+    30 minutes`, `_two_units`); arithmetic the reader stopped inside (`\\frac{3}{2,5}` read up to its 3), or, for a
     number read alone, after (`20-8`, `4 x 3`: not 8 or 3)."""
     span, before, after = text[start:end], text[:start], text[end:]
     if span[:1].isdigit() and TIED_BEFORE.search(before) or TIED_AFTER.match(after):
         raise Ambiguous(f"{span!r} joined to another number: a decimal comma, a time, a range or arithmetic")
-    if COMPOUND_AFTER.match(after) or span[:1].isdigit() and COMPOUND_BEFORE.search(before):
+    if _two_units(before, span, after):
         raise Ambiguous(f"{span!r} is one part of a quantity in two units")
     if (re.fullmatch(r"\d{3}", span) and re.search(r"(?<![\d.,])\d{1,3}[ \t]+\Z", before)
             or re.fullmatch(r"\d{1,3}", span) and re.match(r"[ \t]+\d{3}(?!\d|\.\d)", after)):
@@ -125,21 +125,43 @@ TIED_BEFORE = re.compile(r"(?:\d%?[,:-]|\d%?[ \t]*(?:[+/×÷x]|\\(?:times|cdot|d
 `20-8`), another operator (`3/4`, `4 x 3`, `9 \\times 2`), an exponent's `^` (`120 ft^2`), a LaTeX
 fraction's braces (`\\frac{3}{4}`). A dash set apart by spaces is taken as a separator (`Step 3 - 18`
 is 18), so a reply read whole that ends `20 - 8` gives 8."""
-TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[ \t]+\$?[\d.])")
+TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[ \t]+\$?[\d.](?![\d.]*[ \t]+(?:decimal|significant|places?)\b))")
 """What joins a number to the one after it: a comma or colon with no space, an operator the reader
-did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`). A
+did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`; not
+`3.33 to 2 decimal places`). A
 number restated after `or` (`1/2 or 0.5`, `60 or 1 hour`) leaves the first as read."""
-UNIT = (r"(?:hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?|feet|foot|ft|inch(?:es)?|"
-        r"yards?|miles?|(?:centi|kilo)?met(?:er|re)s?|pounds?|lbs?|ounces?|oz|dollars?|cents?)")
-COMPOUND_AFTER = re.compile(r"[ \t]+" + UNIT + r"(?:[ \t]+and)?[ \t]+\d")
-COMPOUND_BEFORE = re.compile(r"\d[ \t]+" + UNIT + r"(?:[ \t]+and)?[ \t]+\Z")
-"""A quantity in two units (`1 hour 30 minutes`, `5 feet and 6 inches`): neither number alone is it."""
+UNIT_PAIRS = [(r"hours?|hrs?|h", r"minutes?|mins?|m"), (r"minutes?|mins?", r"seconds?|secs?|s"),
+              (r"days?", r"hours?|hrs?"), (r"weeks?", r"days?"), (r"years?", r"months?"),
+              (r"feet|foot|ft", r"inch(?:es)?|in"), (r"(?:kilo)?met(?:er|re)s?|km|m", r"(?:centi)?met(?:er|re)s?|cm|m"),
+              (r"dollars?", r"cents?"), (r"pounds?|lbs?", r"ounces?|oz")]
+"""A unit and the smaller one a quantity goes on in (`1 hour 30 minutes`, `5 feet and 6 inches`)."""
+_JOIN = r"\b,?(?:[ \t]+and)?[ \t]+"
+
+
+def _two_units(before: str, span: str, after: str) -> bool:
+    """Whether the number at `span` is one part of a quantity in a unit and a smaller one (`1 hour 30
+    minutes`, `9 dollars, 50 cents`, `1h 30m`), or one of two quantities of one unit (`160 miles and
+    300 miles`): neither number alone is the answer. Two unrelated units (`3 weeks 21 plants`, `40
+    hours 5 days a week`) are no such quantity."""
+    listed = re.match(r"[ \t]*([^\W\d_]+)[ \t]+and[ \t]+\d+(?:\.\d+)?[ \t]*([^\W\d_]+)\b", after)
+    if listed and listed[1] == listed[2] or (span[:1].isdigit() and (word := re.match(r"[ \t]*([^\W\d_]+)\b", after))
+                                             and re.search(rf"\d[ \t]*{word[1]}[ \t]+and[ \t]+\Z", before)):
+        return True  # `160 miles and 300 miles`: two quantities
+    for big, small in UNIT_PAIRS:
+        if re.match(rf"[ \t]*(?:{big}){_JOIN}\d+(?:\.\d+)?[ \t]*(?:{small})\b", after):
+            return True
+        if (span[:1].isdigit() and re.search(rf"\d[ \t]*(?:{big}){_JOIN}\Z", before)
+                and re.match(rf"[ \t]*(?:{small})\b", after)):
+            return True
+    return False
+
+
 RANGE = re.compile(r"(\d+(?:\.\d+)?)[ \t]*-[ \t]*(\d+(?:\.\d+)?)")
 """A smaller number, a dash, a larger one (`5-10`, `5 – 10`): a range; as a difference it is
 negative, which an answer writes as `-5`."""
-DATE = re.compile(r"\d{4}([-/])\d{1,2}\1\d{1,2}|\d{1,2}([-/])\d{1,2}\2(?:\d{4}|\d{2})")
-"""Three numbers joined by dashes or slashes in a date's shape (`2023-10-05`, `12/25/2023`,
-`5/1/24`); `16-3-4` and `48/2/2` are arithmetic."""
+DATE = re.compile(r"\d{4}([-/])\d{1,2}\1\d{1,2}|\d{1,2}-\d{1,2}-\d{4}|\d{1,2}/\d{1,2}/(?:\d{4}|\d{2})")
+"""Three numbers joined by dashes or slashes in a date's shape (`2023-10-05`, `05-10-2023`,
+`12/25/2023`, `5/1/24`); `16-3-4`, `20-5-10` and `48/2/2` are arithmetic."""
 
 
 def plain(text: str) -> str:

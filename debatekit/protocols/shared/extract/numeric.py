@@ -10,8 +10,9 @@ from debatekit._base.answer_kinds import numerals
 from debatekit.protocols.shared import expression
 from debatekit.protocols.shared.extract.markers import Unread, boxes
 
-ASIDE = re.compile(r"\([^()]*[^\W\d_]{2}[^()]*\)")
-"""A parenthetical remark in words after an answer (`42 (computed in 3 steps)`): no part of it."""
+ASIDE = re.compile(r"\([^()]*(?<![\w\\])[^\W\d_]{2}[^()]*\)")
+"""A parenthetical remark in words after an answer (`42 (computed in 3 steps)`): no part of it; a LaTeX
+command is no word (`\\left(\\frac{3}{4}\\right)` is arithmetic)."""
 BULLET = re.compile(r"[ \t]*(?:[-–•][ \t]+|\d{1,2}[.)][ \t]+(?=[$€£(−-]*\d))")
 """A list bullet or item number opening a marker's line (`- 18`, `1. 18`): no part of the answer."""
 CONCLUDES = re.compile(r"[,;]?\s+(?:so|thus|therefore|hence|which\s+(?:gives|makes)|for\s+a\s+total\s+of|"

@@ -52,9 +52,11 @@ def extract(kind: str, text: str, choices: list[str] | None = None, marked_only:
             try:
                 found = finder(segment, True)
             except Unread as exc:
-                if k == 0 and BOX.search(segment) and isinstance(exc.__cause__, Ambiguous):
-                    continue  # `The answer is: she leaves at 3:30 PM.` then `\boxed{150}`: the box after it states it
-                raise
+                after = boxes(segment) if k == 0 and numbers and isinstance(exc.__cause__, Ambiguous) else []
+                if not after:
+                    raise
+                # `The answer is: she leaves at 3:30 PM.` then `\boxed{150}`: the box after the marker states it
+                found = finder(f"\\boxed{{{after[-1]}}}", True)
             if found is not None:
                 return first_of_same(found, choices) if kind == "choice" else found
         if marked_only or kind in ("integer", "number", "choice") and declines_at_end(clean):
