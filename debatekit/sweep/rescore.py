@@ -66,7 +66,10 @@ class Rescore:
     kept: list[dict] = field(default_factory=list)
     """Debates not played back whole, or not to be rewritten: item, seed and why; they keep their readings."""
     events_updated: int = 0
-    """Call events whose reading record changes (its output, faults, cut-off count or echo flag)."""
+    """Call events whose reading record changes (its output, faults, cut-off count or echo flag), or
+    gains such a field recorded since its run."""
+    events_changed: int = 0
+    """Of them, those where a field the event has reads otherwise today."""
     written: bool = False
 
     def describe(self) -> str:
@@ -77,8 +80,10 @@ class Rescore:
                  f"{self.calls} recorded calls (no model); {len(self.changed)} changed ({fixes[False, True]} wrong -> "
                  f"right, {fixes[True, False]} right -> wrong), {len(self.readings)} replies read differently, "
                  f"{len(self.kept)} kept as recorded"
-                 + (f", {self.events_updated} call records change (faults, cut-off counts, echo flags)"
-                    if self.events_updated else "") + ("; written" if self.written else "")]
+                 + (f", {self.events_changed} call records change (faults, cut-off counts, echo flags)"
+                    if self.events_changed else "")
+                 + (f", {self.events_updated - self.events_changed} gain fields recorded since their run"
+                    if self.events_updated > self.events_changed else "") + ("; written" if self.written else "")]
         lines += [f"  debate {where(c)}: " + ", ".join(f"{k} {c[k][0]!r} -> {c[k][1]!r}" for k in DECIDED
                                                       if c[k][0] != c[k][1]) for c in self.changed]
         lines += [f"  reply {where(r)} {r['agent']} {r['phase']} round {r['round']}: "
@@ -158,6 +163,7 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
                                           "wall_s": d.wall_s, "usage": usage})
         readings = {_identity(b): _reading(b, a) for b, a in pairs}
         result.events_updated += sum(any(b.get(k) != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
+        result.events_changed += sum(any(k in b and b[k] != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
         replaced[d.debate_id] = (rescored, readings)
     if write and (result.changed or result.readings or result.events_updated or _stale(record.summary, old) or
                   any(old_by_id[i].usage != new.usage for i, (new, _) in replaced.items())):

@@ -85,6 +85,16 @@ def test_write_brings_a_summary_made_by_older_interval_code_to_todays(recorded):
     assert not rescore(folder, write=True).written  # nothing stale is left
 
 
+def test_events_recorded_before_a_field_existed_are_told_apart_from_readings_that_changed(recorded):
+    folder, _ = recorded
+    rows = [json.loads(line) for line in lines(folder / "events.jsonl")]
+    for row in rows[:4]:
+        del row["echo"]  # as a run made before echoes were checked recorded it
+    (folder / "events.jsonl").write_text("".join(json.dumps(row) + "\n" for row in rows))
+    said = rescore(folder).describe()
+    assert "4 gain fields recorded since their run" in said and "call records change" not in said
+
+
 def test_a_mended_reader_changes_the_answers_it_reads_and_the_debates_they_decide(recorded, monkeypatch):
     folder, asked = recorded
     old = {d.item_id: d for d in RunFolder(folder).debates()}
