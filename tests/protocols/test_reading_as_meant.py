@@ -159,6 +159,9 @@ def test_a_marked_number_is_read_as_the_expression_it_is(reply, expected):
     ("The answer is $\\left(\\frac{3}{4}\\right)$.", 0.75), ("\\boxed{\\left(\\frac{1}{2}\\right)}", 0.5),
     # a full-width comma is a comma
     ("Answer: 1\uff0c250", 1250), ("Answer: 1\uff0c5", None),
+    # an en dash set apart by spaces may be a range's or punctuation: no number; joined, it is a minus
+    ("Answer: 18 \u2013 9 eggs at $2 each", None), ("Answer: 5 \u2013 10", None), ("Answer: \u20135", -5),
+    ("Answer: 20\u20138", 12), ("Answer: 10 \u2013 5 = 5", 5),
     ("The total is 18.\nThere is no other way to compute it.", 18),
     ("Neither the ducks nor the muffins change this.\nShe makes $18.", 18),
     ("> Note: eggs cost $2\nSo 9 eggs give 18.\nAnswer: 18\n(assuming all 9 sell)", 18),

@@ -38,9 +38,11 @@ TOKEN = re.compile(r"\s*(?:(?P<number>(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d{1,3}
 _FRAC = re.compile(r"\\[dt]?frac\s*\{")
 MIXED = re.compile(r"(?<![\d.,/])(\d+)[ \t]+(?!\d{3}/)(\d+)/(\d+)(?![\d/]|\.\d)")
 """A mixed number written plainly (`3 1/2`): 7/2, as `3\\frac{1}{2}` is (`1 000/2` is no mixed number)."""
-MINUS = re.compile(r"[−–](?=\s*\$?[\d.(])|(?<=\d)—(?=\d)")
-"""A minus sign or en dash before a number, and an em dash between two digits (`5—10`), as `-`; an em
-dash set apart by spaces is punctuation (`18 — 9 eggs sold`)."""
+MINUS = re.compile(r"−(?=\s*\$?[\d.(])|–(?=\$?[\d.(])|(?<=\d)—(?=\d)")
+"""A minus sign before a number, an en dash joined to the number after it (`–5`, `5–10`) and an em
+dash between two digits (`5—10`), as `-`. An en dash set apart by spaces may be a range's or
+punctuation (`5 – 10`, `18 – 9 eggs sold`), which `TIED_AFTER` leaves unread; an em dash so set
+apart is punctuation (`18 — 9 eggs sold` is 18)."""
 _TEX = [(re.compile(r"(?<=\d)\{,\}(?=\d)"), ","),  # 1{,}250 and 2{,}5: a comma (`numerals` tells which)
         (re.compile(r"(?<=\d)(?:\\,|\\ )(?=\d)"), "\u2009"),  # 1\,250: a thin space
         (re.compile(r"\\(?:times|cdot)|[×·]|(?<=\d)\s*x\s*(?=[\d$(])"), "*"), (re.compile(r"\\div|÷"), "/"),
@@ -120,12 +122,12 @@ def alone(text: str, start: int, end: int) -> None:
         raise Ambiguous(f"{span!r} is a range or a date, not a difference")
 
 
-TIED_BEFORE = re.compile(r"(?:\d%?[,:-]|\d%?[ \t]*(?:[+/×÷x]|\\(?:times|cdot|div))[ \t]*|\^[ \t]*|\}[ \t]*\{)\Z")
+TIED_BEFORE = re.compile(r"(?:\d%?[,:-]|\d%?[ \t]*(?:[–+/×÷x]|\\(?:times|cdot|div))[ \t]*|\^[ \t]*|\}[ \t]*\{)\Z")
 """What joins a number to the one before it: a comma, colon or dash with no space (`1,5`, `3:30`,
 `20-8`), another operator (`3/4`, `4 x 3`, `9 \\times 2`), an exponent's `^` (`120 ft^2`), a LaTeX
 fraction's braces (`\\frac{3}{4}`). A dash set apart by spaces is taken as a separator (`Step 3 - 18`
 is 18), so a reply read whole that ends `20 - 8` gives 8."""
-TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-+*/^×÷][ \t]*[\d(.]|[ \t]+to[ \t]+\$?[\d.](?![\d.]*[ \t]+(?:decimal|significant|places?)\b))")
+TIED_AFTER = re.compile(r"%?(?:[,:]\.?\d|[ \t]*[-–+*/^×÷][ \t]*\$?[\d(.]|[ \t]+to[ \t]+\$?[\d.](?![\d.]*[ \t]+(?:decimal|significant|places?)\b))")
 """What joins a number to the one after it: a comma or colon with no space, an operator the reader
 did not take (`\\frac{3}{2,5}` read up to its 3), a range's dash or `to` (`20%-25%`, `5 to 10`; not
 `3.33 to 2 decimal places`). A
