@@ -33,8 +33,10 @@ placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
   number of a numbered list item (`13. Cost of ...` at a line's start) is not an answer. A
   number set against the one before it in its clause ("35 hours, not 45 hours") is none either,
   and a marker that judges an answer ("the general public's answer is correct.") states none.
-- yesno: after a marker, the first of yes / no / true / false; without one, the last
-  standalone "yes" or "no" of the reply.
+- yesno: after a marker, the first of yes / no / true / false (`not true` is no, `not false` yes);
+  without one, the last "yes", or "no" standing alone, of the reply (`no copyright` is a
+  determiner; `which is not true` judges a claim). Both named (`yes or no`, `true/false`, `yes and
+  no`) is neither, and a `no` of `no doubt`, `no longer` and the like is no answer.
 - choice: options that read the same (NFKC, case-folded, spaces collapsed) are one answer, the
   first of them (`answer_kinds.first_of_same`). After a marker (its first line) or in a box, an
   option letter standing alone ("C",

@@ -16,6 +16,16 @@ from debatekit.protocols.shared.extract.options import declines, declines_at_end
 MULTIPLIED = re.compile(r"(?<=[\d)])\s*\*\s*(?=[\d(])")
 """A `*` between two numbers: a multiplication, not markdown emphasis."""
 YES_NO = re.compile(r"\b(yes|no|true|false)\b", re.IGNORECASE)
+_TRUTH = r"\b(?:yes|no|true|false)\b"
+BOTH = re.compile(_TRUTH + r"[ \t]*(?:,?[ \t]*or|and|nor|/)[ \t]*" + _TRUTH, re.IGNORECASE)
+"""Both answers named (`yes or no`, `true/false`, `yes and no`): neither is given."""
+NOT_A_TRUTH = re.compile(r"\bno(?=[ \t]+(?:doubt|matter|longer|one|more|less|other|need)\b)", re.IGNORECASE)
+"""A `no` that is no answer (`No doubt, yes`, `yes, but no longer`)."""
+ALONE_YES_NO = re.compile(r"\b(yes\b|no\b(?![ \t]+[^\W\d_]))", re.IGNORECASE)
+"""A yes, or a no that stands alone (`No.`, `the answer is "no"`), in prose; a `no` before a word is a
+determiner (`no copyright`, `no need`)."""
+NEGATED_TRUTH = re.compile(r"\bnot[ \t]+(yes|no|true|false)\b", re.IGNORECASE)
+"""A negated answer: after a marker `not true` says no, `not false` yes, `not yes` nothing."""
 
 
 def extract(kind: str, text: str, choices: list[str] | None = None, marked_only: bool = False,
@@ -109,10 +119,16 @@ def _answer_line(text: str) -> int | None:
 
 
 def _yes_no(segment: str, marked: bool) -> str | None:
+    segment = NOT_A_TRUTH.sub(" ", BOTH.sub(" ", segment))
+    # after a marker `not true` answers no; in prose (`which is not true`) it judges a claim, and answers nothing
+    segment = NEGATED_TRUTH.sub(lambda m: {"true": " no ", "false": " yes "}.get(m[1].lower(), " ") if marked else " ",
+                                segment)
     words = [w.lower() for w in YES_NO.findall(segment)]
     if not words:
         return None
-    word = words[0] if marked else next((w for w in reversed(words) if w in ("yes", "no")), None)
+    if not marked:  # in prose a `no` before a word is a determiner (`no copyright`): only one standing alone answers
+        words = [w.lower() for w in ALONE_YES_NO.findall(segment)]
+    word = words[0] if marked else (words[-1] if words else None)
     return TRUTH_WORDS.get(word, word) if word else None
 
 
