@@ -174,7 +174,7 @@ def test_numbers_as_a_person_reads_them(reply, expected):
     ("Answer: Yes or no? No.", "no"), ("Answer: yes/no", None), ("Answer: Yes and no", None),
     ("Answer: I cannot say yes or no", None), ("Answer: True or false: false", "no"),
     ("Answer: It is not yes, it is no", "no"), ("Answer: Not true", "no"), ("Answer: not false", "yes"),
-    ("Answer: No doubt, yes", "yes"), ("Answer: Yes, but no longer", "yes"), ("Answer: No, it is not true", "no"),
+    ("Answer: No doubt, yes", "yes"), ("Answer: yes and no one disagrees", "yes"), ("Answer: Yes, but no longer", "yes"), ("Answer: No, it is not true", "no"),
     # in prose, a `no` before a word is a determiner and `not true` judges a claim: neither answers
     ("There is no evidence.", None), ("The other side says so, which is not true.", None), ("So, no.", "no"),
     ("Yes it can, since it is large.", "yes"), ("I think the answer would be no", "no"),

@@ -119,7 +119,7 @@ def _answer_line(text: str) -> int | None:
 
 
 def _yes_no(segment: str, marked: bool) -> str | None:
-    segment = NOT_A_TRUTH.sub(" ", BOTH.sub(" ", segment))
+    segment = BOTH.sub(" ", NOT_A_TRUTH.sub(" ", segment))  # `yes and no one disagrees`: yes
     # after a marker `not true` answers no; in prose (`which is not true`) it judges a claim, and answers nothing
     segment = NEGATED_TRUTH.sub(lambda m: {"true": " no ", "false": " yes "}.get(m[1].lower(), " ") if marked else " ",
                                 segment)
