@@ -123,13 +123,12 @@ def _yes_no(segment: str, marked: bool) -> str | None:
     # after a marker `not true` answers no; in prose (`which is not true`) it judges a claim, and answers nothing
     segment = NEGATED_TRUTH.sub(lambda m: {"true": " no ", "false": " yes "}.get(m[1].lower(), " ") if marked else " ",
                                 segment)
-    words = [w.lower() for w in YES_NO.findall(segment)]
+    # in prose a `no` before a word is a determiner (`no copyright`): only one standing alone answers
+    words = [w.lower() for w in (YES_NO if marked else ALONE_YES_NO).findall(segment)]
     if not words:
         return None
-    if not marked:  # in prose a `no` before a word is a determiner (`no copyright`): only one standing alone answers
-        words = [w.lower() for w in ALONE_YES_NO.findall(segment)]
-    word = words[0] if marked else (words[-1] if words else None)
-    return TRUTH_WORDS.get(word, word) if word else None
+    word = words[0] if marked else words[-1]
+    return TRUTH_WORDS.get(word, word)
 
 
 def _text(segment: str, marked: bool) -> str | None:
