@@ -137,7 +137,9 @@ UNIT_PAIRS = [(r"hours?|hrs?|h", r"minutes?|mins?|m"), (r"minutes?|mins?", r"sec
               (r"feet|foot|ft", r"inch(?:es)?|in"), (r"(?:kilo)?met(?:er|re)s?|km|m", r"(?:centi)?met(?:er|re)s?|cm|m"),
               (r"dollars?", r"cents?"), (r"pounds?|lbs?", r"ounces?|oz")]
 """A unit and the smaller one a quantity goes on in (`1 hour 30 minutes`, `5 feet and 6 inches`)."""
-_JOIN = r"\b,?(?:[ \t]+and)?[ \t]+"
+UNIT_AFTER = re.compile(r"[ \t]*([^\W\d_]+)(,?(?:[ \t]+and)?)[ \t]+\d+(?:\.\d+)?[ \t]*([^\W\d_]+)\b")
+UNIT_BEFORE = re.compile(r"\d[ \t]*([^\W\d_]+)(,?(?:[ \t]+and)?)[ \t]+\Z")
+WORD = re.compile(r"[ \t]*([^\W\d_]+)\b")
 
 
 def _two_units(before: str, span: str, after: str) -> bool:
@@ -145,17 +147,17 @@ def _two_units(before: str, span: str, after: str) -> bool:
     minutes`, `9 dollars, 50 cents`, `1h 30m`), or one of two quantities of one unit (`160 miles and
     300 miles`): neither number alone is the answer. Two unrelated units (`3 weeks 21 plants`, `40
     hours 5 days a week`) are no such quantity."""
-    listed = re.match(r"[ \t]*([^\W\d_]+)[ \t]+and[ \t]+\d+(?:\.\d+)?[ \t]*([^\W\d_]+)\b", after)
-    if listed and listed[1] == listed[2] or (span[:1].isdigit() and (word := re.match(r"[ \t]*([^\W\d_]+)\b", after))
-                                             and re.search(rf"\d[ \t]*{word[1]}[ \t]+and[ \t]+\Z", before)):
-        return True  # `160 miles and 300 miles`: two quantities
-    for big, small in UNIT_PAIRS:
-        if re.match(rf"[ \t]*(?:{big}){_JOIN}\d+(?:\.\d+)?[ \t]*(?:{small})\b", after):
-            return True
-        if (span[:1].isdigit() and re.search(rf"\d[ \t]*(?:{big}){_JOIN}\Z", before)
-                and re.match(rf"[ \t]*(?:{small})\b", after)):
-            return True
-    return False
+    if (pair := UNIT_AFTER.match(after)) and _compound(*pair.groups()):  # `1 hour 30 minutes` read at its 1
+        return True
+    return bool(span[:1].isdigit() and (pair := UNIT_BEFORE.search(before)) and (word := WORD.match(after))
+                and _compound(pair[1], pair[2], word[1]))  # read at its 30
+
+
+def _compound(first: str, join: str, second: str) -> bool:
+    """Whether `first`, `join`, a number and `second` make one quantity (`UNIT_PAIRS`) or two of one unit
+    joined by `and`."""
+    return (first == second and join.strip() == "and"
+            or any(re.fullmatch(big, first) and re.fullmatch(small, second) for big, small in UNIT_PAIRS))
 
 
 RANGE = re.compile(r"(\d+(?:\.\d+)?)[ \t]*-[ \t]*(\d+(?:\.\d+)?)")
