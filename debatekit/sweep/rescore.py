@@ -162,8 +162,10 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
         rescored = new.model_copy(update={"run_id": d.run_id, "debate_id": d.debate_id, "seed": d.seed,
                                           "wall_s": d.wall_s, "usage": usage})
         readings = {_identity(b): _reading(b, a) for b, a in pairs}
-        result.events_updated += sum(any(b.get(k) != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
-        result.events_changed += sum(any(k in b and b[k] != readings[_identity(b)][k] for k in READING) for b, _ in pairs)
+        for b, _ in pairs:
+            differ = [k for k in READING if b.get(k) != readings[_identity(b)][k]]
+            result.events_updated += bool(differ)
+            result.events_changed += any(k in b for k in differ)  # not only a field recorded since the run
         replaced[d.debate_id] = (rescored, readings)
     if write and (result.changed or result.readings or result.events_updated or _stale(record.summary, old) or
                   any(old_by_id[i].usage != new.usage for i, (new, _) in replaced.items())):
