@@ -356,14 +356,16 @@ class RunFolder:
             return Packed(after, after)
         with self._held():  # the files as they are once no run can write
             before = sum(path.stat().st_size for path in _event_files(self.path))
-            lines = list(_event_lines(self.path))
-            whole = [line for line in lines if line.endswith("\n")]
-            new = [line for line in _lines_of(self.path / EVENTS_FILE) if line.endswith("\n")]
+            packed_file = self.path / PACKED_EVENTS_FILE
+            packed = list(_lines_of(packed_file)) if packed_file.exists() else []
+            held = set(packed)  # a pack stopped before removing the plain file left these in both
+            plain = [line for line in _lines_of(self.path / EVENTS_FILE) if line not in held]
+            new = [line for line in plain if line.endswith("\n")]
             unread = len(new) - sum(1 for _ in parsed(new))  # those packed before were counted then
-            replace_file(self.path / PACKED_EVENTS_FILE, whole)
+            replace_file(packed_file, [*packed, *new])
             (self.path / EVENTS_FILE).unlink()
         return Packed(before, sum(path.stat().st_size for path in _event_files(self.path)), unread,
-                      len(lines) - len(whole))
+                      len(plain) - len(new))
 
     def rewrite(self, debates: Callable[[dict], BaseModel | None], events: Callable[[dict], dict | None]) -> None:
         """Change records in place, holding the folder's lock: each debate record for which
