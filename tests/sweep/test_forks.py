@@ -508,6 +508,33 @@ def test_the_conformity_analysis_reads_a_real_forks_round_and_planted_agent(pare
     assert effect.accuracy.iloc[0].pairs == 3
 
 
+def test_an_agent_that_takes_the_answer_it_is_shown_is_counted_as_following_it(parent, tmp_path):
+    """Scripted followers: agent2 and agent3 give the stand-in's answer whenever their prompt shows it, their
+    own otherwise. The correct answer shown as agent1's round-1 reply is followed by all four agents that did not
+    have it (q1's and q3's agent2 and agent3), and by none in the parent; agent1, who read its own reply, is not
+    counted."""
+    said = STAND_IN.split("{answer}")[0]
+
+    def follower(req) -> dict:
+        shown = req.prompt.rsplit(said, 1)
+        if req.agent != "agent1" and len(shown) == 2:
+            return {"reasoning": "I take the result shown", "answer": int(shown[1].split(".")[0])}
+        return reply(req)
+
+    from debatekit import analysis
+
+    scripted.register("fork-parent", fn=follower)
+    fork(parent, at_round=2, out=tmp_path / "fork", intervention=replace("agent1", by="correct"), cache=False,
+         progress=False)
+    follow = analysis.follow_rate(tmp_path / "fork", parent, "truth").set_index("round")
+    assert follow.loc[2, ["items", "fork_eligible", "fork_followed", "control_eligible", "control_followed"]].tolist() \
+        == [2, 4, 4, 4, 0]
+    assert follow.loc[2, "difference"] == 1.0
+    effect = analysis.fork_accuracy(tmp_path / "fork", parent).iloc[0]
+    # q1's final majority turns from 11 to the truth 10; q3's from none (31, 32, 33) to 30
+    assert (effect.only_config, effect.only_baseline) == (2, 0)
+
+
 def test_a_fork_of_the_first_items_goes_on_to_the_rest_when_resumed(parent, tmp_path):
     first = fork(parent, at_round=2, out=tmp_path / "fork", cache=False, progress=False, limit=1)
     assert {d.item_id for d in first.debates} == {"q1"} and {r.item_id for r in asked()} == {"q1"}
@@ -525,9 +552,13 @@ def test_a_fork_of_the_first_items_goes_on_to_the_rest_when_resumed(parent, tmp_
 
 def test_a_forks_concurrency_is_its_own_and_a_resume_may_change_it(parent, tmp_path, capsys):
     """--concurrency 1 runs one debate at a time (each item's calls in one block); the default runs them as
-    the parent did (4 at once: the items' calls interleave); the results are the same either way."""
+    the parent did (4 at once: the items' calls interleave); either way each call is asked with the same
+    messages under the same seed (a model that batches calls may still answer them differently)."""
     def blocks(requests) -> list[str]:
         return [key for i, key in enumerate(r.item_id for r in requests) if i == 0 or requests[i - 1].item_id != key]
+
+    def calls(requests) -> list[tuple]:
+        return sorted((r.item_id, r.round, r.agent, r.params.get("seed"), json.dumps(r.messages)) for r in requests)
 
     assert main(["fork", str(parent), "--at-round", "2", "--out", str(tmp_path / "one"), "--no-cache", "--quiet",
                  "--concurrency", "1"]) == 0
@@ -537,10 +568,11 @@ def test_a_forks_concurrency_is_its_own_and_a_resume_may_change_it(parent, tmp_p
     scripted.register("fork-parent", fn=reply)
     together = fork(parent, at_round=2, out=tmp_path / "together", cache=False, progress=False)
     assert len(blocks(asked())) > 2 and together.record.config.concurrency == 4
-    assert sorted((r.item_id, r.round, r.agent) for r in asked()) == sorted((r.item_id, r.round, r.agent) for r in one)
+    assert calls(asked()) == calls(one)
+    scripted.register("fork-parent", fn=reply)
     fork(parent, at_round=2, out=tmp_path / "grown", cache=False, progress=False, limit=1, concurrency=1)
     grown = fork(parent, at_round=2, out=tmp_path / "grown", cache=False, progress=False, resume=True, concurrency=2)
-    assert {d.item_id: d.final_answer for d in together.debates} == {d.item_id: d.final_answer for d in grown.debates}
+    assert calls(asked()) == calls(one) and len(grown.debates) == len(together.debates)
     with pytest.raises(SystemExit, match="2"):
         main(["fork", str(parent), "--at-round", "2", "--out", str(tmp_path / "x"), "--concurrency", "0"])
     assert "--concurrency: must be at least 1, got 0" in capsys.readouterr().err
