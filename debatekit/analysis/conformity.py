@@ -183,28 +183,32 @@ def martingale_test(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = 
 
 def conformity_summary(rounds: Any, by: Sequence[str] = ("run_id",), n_boot: int = N_BOOT,
                        seed: int = 0) -> pd.DataFrame:
-    """One row per round pair: the three move rates, right->wrong in the minority and in the majority
-    (with how many agents were right there), and the martingale test's change with its interval;
-    empty for a run with one round.
+    """One row per round pair: the three move rates, right->wrong and wrong->right in the minority and
+    in the majority (each with how many agents were right, or wrong, there), and the martingale test's
+    change with its interval; empty for a run with one round.
 
     Returns:
         *by, from_round, to_round, transitions, keep, to_majority, away, right_to_wrong_minority,
-        right_in_minority, right_to_wrong_majority, right_in_majority, change, low, high, zero_inside.
+        right_in_minority, right_to_wrong_majority, right_in_majority, wrong_to_right_minority,
+        wrong_in_minority, wrong_to_right_majority, wrong_in_majority, change, low, high, zero_inside.
     """
     keys = [*by, "from_round", "to_round"]
     columns = [*keys, "transitions", *MOVES, "right_to_wrong_minority", "right_in_minority",
-               "right_to_wrong_majority", "right_in_majority", "change", "low", "high", "zero_inside"]
+               "right_to_wrong_majority", "right_in_majority", "wrong_to_right_minority", "wrong_in_minority",
+               "wrong_to_right_majority", "wrong_in_majority", "change", "low", "high", "zero_inside"]
     steps = _transitions(rounds)
     if steps.empty:
         return pd.DataFrame(columns=columns)
     moves = switch_rates(steps, by).pivot(index=keys, columns="move", values="rate")
-    totals = steps.groupby(keys).size().rename("transitions")
+    out = moves.join(steps.groupby(keys).size().rename("transitions"))
     flips = flips_by_position(steps, by)
-    flips = flips[(flips["flip"] == "right_to_wrong") & flips["position"].isin(["minority", "majority"])]
-    lost = flips.pivot(index=keys, columns="position", values="rate").add_prefix("right_to_wrong_")
-    right = flips.pivot(index=keys, columns="position", values="at_risk").add_prefix("right_in_")
+    flips = flips[flips["position"].isin(["minority", "majority"])]
+    for flip, held in (("right_to_wrong", "right_in_"), ("wrong_to_right", "wrong_in_")):
+        part = flips[flips["flip"] == flip]
+        out = out.join(part.pivot(index=keys, columns="position", values="rate").add_prefix(flip + "_")) \
+            .join(part.pivot(index=keys, columns="position", values="at_risk").add_prefix(held))
     drift = martingale_test(rounds, by, n_boot=n_boot, seed=seed).set_index(keys)  # every answer held, imposed too
-    out = moves.join(totals).join(lost).join(right).join(drift[["change", "low", "high", "zero_inside"]])
+    out = out.join(drift[["change", "low", "high", "zero_inside"]])
     return out.reset_index().reindex(columns=columns)
 
 

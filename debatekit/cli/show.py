@@ -114,7 +114,8 @@ def item_list(debates: list[DebateRecord]) -> str:
 def conformity_block(debates: list[DebateRecord]) -> str:
     """The conformity table printed under the item list ("" for one round or one agent): per round pair,
     the share of agent answers kept, moved to the earlier round's majority or elsewhere, the right
-    answers lost by agents in the minority and in the majority, and the martingale test."""
+    answers lost and the wrong ones mended by agents in the minority and in the majority, and the
+    martingale test."""
     from debatekit.analysis.conformity import conformity_summary
     from debatekit.analysis.paired import aligned
     from debatekit.analysis.tables import rounds_table
@@ -126,15 +127,18 @@ def conformity_block(debates: list[DebateRecord]) -> str:
     if table.empty:
         return ""
     head = ("rounds", "answers", "kept", "to majority", "elsewhere", "right->wrong: minority", "majority",
-            "accuracy change [95% CI]")
+            "wrong->right: minority", "majority", "accuracy change [95% CI]")
     rows = [head] + [(f"{r.from_round}->{r.to_round}", str(r.transitions), _rate(r.keep), _rate(r.to_majority),
                       _rate(r.away), _of(r.right_to_wrong_minority, r.right_in_minority),
                       _of(r.right_to_wrong_majority, r.right_in_majority),
+                      _of(r.wrong_to_right_minority, r.wrong_in_minority),
+                      _of(r.wrong_to_right_majority, r.wrong_in_majority),
                       "-" if r.change != r.change else f"{r.change:+.3f} [{r.low:+.3f}, {r.high:+.3f}]")
                      for r in table.itertuples()]
     return ("\n\nconformity: agent answers kept, moved to the earlier round's majority or elsewhere; right answers\n"
-            "lost in the minority and in the majority; an agent's accuracy change, 95% interval over items\n"
-            "(0 inside: as the martingale claim of Choi et al. 2025 has it; see docs/guides/conformity.md)\n"
+            "lost and wrong ones mended, in the minority and in the majority; an agent's accuracy change, 95%\n"
+            "interval over items (0 inside: as the martingale claim of Choi et al. 2025 has it; see\n"
+            "docs/guides/conformity.md)\n"
             + "\n".join(aligned(rows)))
 
 

@@ -171,6 +171,9 @@ def test_the_figures_the_docs_quote(gsm8k):
     flips = analysis.flips_by_position(gsm8k).set_index(["position", "flip", "to_round"]).sort_index()
     assert flips.loc[("minority", "wrong_to_right"), ["count", "at_risk"]].values.tolist() == [[14, 24], [13, 35]]
     assert flips.loc[("majority", "right_to_wrong"), ["count", "at_risk"]].values.tolist() == [[13, 164], [8, 174]]
+    summary = table.set_index("to_round")  # the summary's flips are these, in the minority and majority
+    assert summary[["wrong_to_right_minority", "wrong_in_minority"]].values.tolist() == [[0.583, 24], [0.371, 35]]
+    assert summary[["right_to_wrong_majority", "right_in_majority"]].values.tolist() == [[0.079, 164], [0.046, 174]]
     drift = analysis.martingale_test(gsm8k).round(3)
     assert drift[["accuracy_before", "accuracy_after"]].values.tolist() == [[0.603, 0.603], [0.595, 0.625]]
 
