@@ -18,7 +18,7 @@ from debatekit.analysis import load_runs, round_metrics, summarize
 from debatekit.datasets.voting import answers_equal
 from debatekit.models import scripted
 from debatekit.protocols.shared import expression
-from debatekit.protocols.shared.extract import as_answer, echoed, extract
+from debatekit.protocols.shared.extract import as_answer, copied_answer, echoed, extract
 from debatekit.records.schemas import DebateRecord, RunConfig, Usage
 from debatekit.runner import run
 
@@ -314,6 +314,16 @@ def test_an_answer_copied_from_the_prompt_with_nothing_of_its_own_is_an_echo():
     assert not echoed("integer", f"{AGENT1[:-10]}\nSo I get 18 too: 9 * 2 = 18.\nAnswer: 18", shown)
     assert not echoed("integer", "9 eggs at $2 make 18.\nAnswer: 18", shown)  # `Answer: 18` alone is no copy
     assert not echoed("integer", "My own earlier reply.\nAnswer: 18", shown[:2])  # its own reply is its own
+
+
+def test_an_answer_line_copied_beside_reasoning_of_its_own_is_a_copy_but_no_echo():
+    shown = [{"role": "user", "content": f"Other agents said:\n--- reply ---\n{AGENT1}\n\nAnswer again."}]
+    mine = "I count 16 - 3 - 4 = 9 eggs, sold at $3 each: 27."
+    reply = f"{mine}\n\n{AGENT1}"  # its own working ends at 27; the answer read is the copied 18
+    assert extract("integer", reply) == 18 and copied_answer(reply, shown) == mine
+    assert not echoed("integer", reply, shown)
+    assert copied_answer(f"{mine}\nAnswer: 27", shown) is None
+    assert copied_answer(f"{mine}\nAnswer: 18", shown) is None  # `Answer: 18` alone is too short to tell a copy
 
 
 def test_echoes_are_flagged_in_the_events_and_their_rate_shown_by_round(tmp_path, arithmetic_file, model_from):

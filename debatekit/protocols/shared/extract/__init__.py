@@ -62,7 +62,8 @@ placeholder alone (`Answer: X`) names nothing, so an earlier marker is read.
 - text: the segment after the marker (its first line), else the last non-empty line; a
   `\\boxed{...}` in it is read as its content.
 
-`echoed` tells whether an answer was copied from the prompt (the call event's `echo`).
+`copied_answer` tells whether the line an answer is read from was copied from the prompt, and
+`echoed` whether the answer was copied with nothing of the reply's own to back it (the call event's `echo`).
 
 debatekit's own marker at the end of a reply too long to keep (`reading.TRUNCATED`, which names the
 character limit) is never read: it is taken out, and the reply, whose end is lost, is read as one
@@ -86,7 +87,7 @@ from debatekit.protocols.shared.extract.confidences import (beside_confidence, c
                                                             stated_confidences)
 from debatekit.protocols.shared.extract.markers import MARKER, boxes, model_text
 from debatekit.protocols.shared.extract.numeric import as_answer
-from debatekit.protocols.shared.extract.reply import ECHO_MIN_CHARS, echoed, extract
+from debatekit.protocols.shared.extract.reply import ECHO_MIN_CHARS, copied_answer, echoed, extract
 
-__all__ = ["ECHO_MIN_CHARS", "MARKER", "as_answer", "beside_confidence", "boxes", "confidence", "echoed", "extract",
-           "labelled", "model_text", "probability", "stated_confidences"]
+__all__ = ["ECHO_MIN_CHARS", "MARKER", "as_answer", "beside_confidence", "boxes", "confidence", "copied_answer", "echoed",
+           "extract", "labelled", "model_text", "probability", "stated_confidences"]

@@ -1,4 +1,5 @@
-"""A reply's final answer of its kind (`extract`), and whether it was copied from the prompt (`echoed`)."""
+"""A reply's final answer of its kind (`extract`), and whether it was copied from the prompt (`copied_answer`,
+`echoed`)."""
 
 from __future__ import annotations
 
@@ -86,17 +87,24 @@ ECHO_MIN_CHARS = 20
 
 
 def echoed(kind: str, text: str, shown: list[dict], choices: list[str] | None = None) -> bool:
-    """Whether a reply's answer is an echo: the line it is read from (the last marker's, else the last
-    box's) sits in a block of lines copied verbatim from the messages the agent was `shown` (at least
-    one of them `ECHO_MIN_CHARS` long), and the reply without that block gives no answer, read as any
-    reply is: the agent took its answer from what it was shown and said nothing of its own to back it."""
+    """Whether a reply's answer is an echo: the line it is read from is copied (`copied_answer`), and
+    the reply without the copied lines gives no answer, read as any reply is: the agent took its answer
+    from what it was shown and said nothing of its own to back it."""
+    own = copied_answer(text, shown)
+    return own is not None and extract(kind, own, choices) is None
+
+
+def copied_answer(text: str, shown: list[dict]) -> str | None:
+    """Where the line a reply's answer is read from (the last marker's, else the last box's) sits in a
+    block of lines copied verbatim from the messages the agent was `shown` (at least one of them
+    `ECHO_MIN_CHARS` long), the rest of the reply: its own words; None where that line is its own."""
     text = model_text(text)[0]
     prompt = {line.strip() for m in shown if m.get("role") != "assistant" and isinstance(m.get("content"), str)
               for line in m["content"].split("\n")}  # its own earlier reply is its own
     lines = text.split("\n")
     at = _answer_line(text)
     if at is None or lines[at].strip() not in prompt:
-        return False
+        return None
     block = {at}
     for step in (-1, 1):  # the copied lines around the answer line, blank lines included
         k = at + step
@@ -104,9 +112,8 @@ def echoed(kind: str, text: str, shown: list[dict], choices: list[str] | None = 
             block.add(k)
             k += step
     if max(len(lines[k].strip()) for k in block) < ECHO_MIN_CHARS:
-        return False
-    own = "\n".join(line for k, line in enumerate(lines) if k not in block)
-    return extract(kind, own, choices) is None
+        return None
+    return "\n".join(line for k, line in enumerate(lines) if k not in block)
 
 
 def _answer_line(text: str) -> int | None:
