@@ -94,8 +94,10 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
     at round R-1 (the history the fork shares with its parent, read from the control; with R = 1
     every agent counts). At each round t >= R it `followed` when its answer equals the pushed one; an
     agent without an answer at t is left out of that round. The rates are pooled over the items both
-    runs have such an agent for, with Wilson intervals; the difference (fork minus control) has a
-    percentile bootstrap interval that resamples items, each with its agents and seeds on both sides.
+    runs have such an agent for, with Wilson intervals (these count the agents as independent, which
+    agents that read each other are not: they are narrower than the uncertainty); the difference (fork
+    minus control) has a percentile bootstrap interval that resamples items, each with its agents and
+    seeds on both sides.
 
     Args:
         child: the fork (a run folder or its tables).

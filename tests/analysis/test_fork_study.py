@@ -43,3 +43,53 @@ def test_the_page_quotes_the_committed_summary():
     pairs = correct["pairs"]
     assert (f"right on {round(correct['accuracy'] * pairs)} of {pairs} items against "
             f"{round(correct['baseline_accuracy'] * pairs)} of {pairs}") in section
+
+
+def _interval(row: dict) -> str:
+    return f"{row['difference']:+.2f} [{row['low']:+.2f}, {row['high']:+.2f}]"
+
+
+def test_the_page_quotes_the_committed_follow_counts():
+    """Who followed, the engine's noise and the copying, as the page words them, are summary.json's."""
+    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
+    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
+    section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
+    adversary, correct = summary["against_control"]["adversarial-agent1"], summary["against_control"]["correct-agent1"]
+
+    first, then = ({r["round"]: r for r in adversary["follow"]}[k] for k in (2, 3))
+    assert first["fork_eligible"] == first["control_eligible"]
+    assert (f"agent3's {first['fork_eligible']} answers that were not already the pushed one, {first['fork_followed']} "
+            f"gave it in round 2 with the adversary and {first['control_followed']} without") in section
+    assert f"(difference {_interval(first)})" in section
+    assert f"after reading it, {then['fork_followed']} against {then['control_followed']} ({_interval(then)})" in section
+    gives = {r["round"]: r for r in adversary["agent1"]}
+    assert (f"agent1 gave it in {gives[2]['fork_gives']} of its {gives[2]['fork_answers']} round-2 replies and "
+            f"{gives[3]['fork_gives']} of {gives[3]['fork_answers']} in round 3") in section
+    assert (f"({gives[2]['control_gives']} of {gives[2]['control_answers']} and {gives[3]['control_gives']} of "
+            f"{gives[3]['control_answers']}:") in section
+
+    first, then = ({r["round"]: r for r in correct["follow"]}[k] for k in (2, 3))
+    assert f"Pooled, {first['fork_followed']} of {first['fork_eligible']} gave the correct answer in round 2" in section
+    assert (f"{first['control_followed']} of {first['control_eligible']} in the control (difference "
+            f"{_interval(first)}); in round 3, {then['fork_followed']} against {then['control_followed']} "
+            f"({_interval(then)})") in section
+    missing = correct["no_answer_before"]
+    assert (f"{first['control_eligible']} over {first['items']} items were not right "
+            f"({first['control_eligible'] - missing} wrong, {missing} missing)") in section.replace("one missing", "1 missing")
+    for rows in correct["follow_by_agent1"].values():
+        first, then = ({r["round"]: r for r in rows}[k] for k in (2, 3))
+        assert (f"{first['fork_followed']} of {first['fork_eligible']} followed in round 2 against "
+                f"{first['control_followed']} of {first['control_eligible']} ({_interval(first)})") in section
+        assert (f"{then['fork_followed']} of {then['fork_eligible']} against {then['control_followed']} of "
+                f"{then['control_eligible']} in round 3 ({_interval(then)})") in section
+
+    copying = {r["round"]: r for r in correct["copying"]}
+    assert (f"{copying[2]['fork_copying']} of the {copying[2]['fork_followed']} round-2 followers with the stand-in "
+            f"against {copying[2]['control_copying']} of the {copying[2]['control_followed']} in the control, and "
+            f"{copying[3]['fork_copying']} of {copying[3]['fork_followed']} against {copying[3]['control_copying']} "
+            f"of {copying[3]['control_followed']} in round 3") in section
+    others, own = summary["same_request"]
+    assert others["same_request"] == others["pairs"] and own["same_request"] == own["pairs"]
+    assert (f"of agent2's and agent3's {others['pairs']} such calls, {others['same_text']} came back with the same "
+            f"text and {others['same_answer']} with the same answer; of agent1's {own['pairs']}, {own['same_text']} "
+            f"and {own['same_answer']}") in section

@@ -7,7 +7,11 @@ replays its round 1 and asks rounds 2 and 3 again under new sampling seeds (`--r
 --no-cache`): `identity` changes nothing and is the control; `adversarial-agent1` tells agent1 to argue
 for the item's wrong answer; `correct-agent1` shows the other two agents the correct answer as agent1's
 round-1 reply. Each intervention fork is paired with the control on the items both have run (the
-forks run in stages, so one may be ahead of another). docs/guides/forks.md reports what this prints.
+forks run in stages, so one may be ahead of another): final accuracy, who follows per round, agent1's
+own answers and the followers whose answer line is copied; the correct-answer fork also split by
+whether agent1's round-1 reply (what the control shows in the stand-in's place) was right. Beside
+them, the calls two forks asked exactly alike, and how often the engine answered them alike.
+docs/guides/forks.md reports what this prints.
 """
 
 from __future__ import annotations
@@ -61,13 +65,95 @@ def summarise() -> dict:
         fork, control = runs[name].only(both), runs[CONTROL].only(both)
         pushed = wrong if push == "wrong" else "truth"
         effect = fork_effect(fork, control, pushed=pushed)
+        target = wrong if push == "wrong" else dict(zip(control.debates["item_id"], control.debates["truth"]))
         summary["against_control"][name] = {"pushed": push, "items": len(both),
                                             "accuracy": _records(effect.accuracy)[0],
                                             "follow": _records(effect.follow),
-                                            "agent1": _gives(fork, control, wrong if push == "wrong" else None)}
-        if push == "truth":  # the stand-in is a text of its own: how many followers repeat it word for word
-            summary["against_control"][name]["copying"] = _copying(fork)
+                                            "agent1": _gives(fork, control, wrong if push == "wrong" else None),
+                                            "no_answer_before": _no_answer_before(control, target),
+                                            "copying": _copying(fork, control, target)}
+        if push == "truth":  # in the control, agent1's own round-1 reply may already give the correct answer
+            right = _agent1_first(control, target)
+            summary["against_control"][name]["follow_by_agent1"] = {
+                key: _records(fork_effect(fork, control, pushed={i: target[i] for i in both if (i in right) == is_right}
+                                          ).follow)
+                for key, is_right in (("right", True), ("not_right", False))}
+    summary["same_request"] = _same_request(runs)
     return json.loads(json.dumps(summary, default=_plain))
+
+
+OTHERS = ("agent2", "agent3")
+"""The agents whose following is counted: agent1 is the one each intervention speaks for."""
+
+
+def _agent1_first(control, truth: dict) -> set:
+    """The items whose agent1 gave the correct answer in round 1 (history every fork shares)."""
+    from debatekit.datasets.voting import answers_equal
+
+    first = control.rounds[(control.rounds["round"] == 1) & (control.rounds["agent"] == "agent1")]
+    return {i for i, a in zip(first["item_id"], first["answer"]) if a is not None and answers_equal(a, truth[i])}
+
+
+def _no_answer_before(control, target: dict) -> int:
+    """How many of agent2's and agent3's round-1 answers are missing: `follow_rate` counts them as not
+    yet giving the pushed answer."""
+    first = control.rounds[(control.rounds["round"] == 1) & control.rounds["agent"].isin(OTHERS)]
+    return int(sum(a is None for i, a in zip(first["item_id"], first["answer"]) if i in target))
+
+
+def _copying(fork, control, target: dict) -> list[dict]:
+    """Per round from 2, in the fork and in the control: agent2's and agent3's replies that give the
+    pushed answer where their round-1 answer was another (the followers `follow_rate` counts), and how
+    many of them read it from a line copied from a reply they were shown (`copied_answer`): in the
+    correct-answer fork, the stand-in's sentence and `Answer:` line; in the control, agent1's own."""
+    from debatekit.datasets.voting import answers_equal
+    from debatekit.protocols.shared.extract import copied_answer
+
+    rows = []
+    for r in (2, 3):
+        row: dict = {"round": r}
+        for side, tables in (("fork", fork), ("control", control)):
+            rounds = tables.rounds
+            first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]]
+                     .itertuples(index=False)}
+            calls = tables.turns[(tables.turns["round"] == r) & tables.turns["agent"].isin(OTHERS)
+                                 & tables.turns["debate_id"].isin(tables.debates["debate_id"])]
+            followers = [(text, messages) for i, a, output, text, messages
+                         in calls[["item_id", "agent", "output", "text", "messages"]].itertuples(index=False)
+                         if not (first.get((i, a)) is not None and answers_equal(first[i, a], target[i]))
+                         and isinstance(output, dict) and output.get("answer") is not None
+                         and answers_equal(output["answer"], target[i])]
+            row |= {f"{side}_followed": len(followers),
+                    f"{side}_copying": sum(copied_answer(text or "", messages or []) is not None
+                                           for text, messages in followers)}
+        rows.append(row)
+    return rows
+
+
+def _same_request(runs: dict) -> list[dict]:
+    """Calls asked with the same messages under the same seed in two forks, which the intervention cannot have
+    reached: round 2 of agent2 and agent3 beside the adversary (it speaks first in round 2; they read it in
+    round 3), and round 2 of agent1 beside the replaced reply (it reads its own). How many replies came
+    back the same text, and the same answer: the engine's batching alone sets them apart."""
+    from debatekit.datasets.voting import answers_equal
+
+    def calls(tables, agents) -> dict:
+        turns = tables.turns[(tables.turns["round"] == 2) & tables.turns["agent"].isin(agents)
+                             & ~tables.turns["cache_hit"].astype(bool)]
+        return {(i, a): (replies[0].get("request") if replies else None, t,
+                         o.get("answer") if isinstance(o, dict) else None)
+                for i, a, replies, t, o in turns[["item_id", "agent", "replies", "text", "output"]]
+                .itertuples(index=False)}  # what the first reply answered: model, messages, parameters and seed
+
+    rows = []
+    for name, agents in (("adversarial-agent1", OTHERS), ("correct-agent1", ("agent1",))):
+        ours, theirs = calls(runs[CONTROL], agents), calls(runs[name], agents)
+        same = [k for k in ours.keys() & theirs.keys() if ours[k][0] is not None and ours[k][0] == theirs[k][0]]
+        rows.append({"fork": name, "round": 2, "agents": list(agents), "pairs": len(ours.keys() & theirs.keys()),
+                     "same_request": len(same), "same_text": sum(ours[k][1] == theirs[k][1] for k in same),
+                     "same_answer": sum(ours[k][2] == theirs[k][2] if None in (ours[k][2], theirs[k][2])
+                                        else bool(answers_equal(ours[k][2], theirs[k][2])) for k in same)})
+    return rows
 
 
 def _gives(fork, control, wrong: dict | None) -> list[dict]:
@@ -89,28 +175,6 @@ def _gives(fork, control, wrong: dict | None) -> list[dict]:
     return rows
 
 
-def _copying(fork) -> list[dict]:
-    """Per round from 2: agent2's and agent3's replies that give the correct answer where their own round-1
-    answer was wrong (the followers `follow_rate` counts), and how many of them repeat the stand-in's
-    sentence word for word: an answer read from a copy of the reply they were shown."""
-    from debatekit.datasets.voting import answers_equal
-    from debatekit.sweep.forks.builtin import STAND_IN
-
-    sentence = STAND_IN.split("{answer}")[0]
-    truth = dict(zip(fork.debates["item_id"], fork.debates["truth"]))
-    rounds = fork.rounds
-    first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]].itertuples(index=False)}
-    calls = fork.turns[fork.turns["debate_id"].isin(fork.debates["debate_id"]) & fork.turns["agent"].isin(["agent2", "agent3"])]
-    rows = []
-    for r in (2, 3):
-        followers = [text for i, a, output, text in calls[calls["round"] == r][["item_id", "agent", "output", "text"]]
-                     .itertuples(index=False)
-                     if first.get((i, a)) is not None and not answers_equal(first[i, a], truth[i])
-                     and isinstance(output, dict) and answers_equal(output.get("answer"), truth[i])]
-        rows.append({"round": r, "followed": len(followers), "copying": sum(sentence in (t or "") for t in followers)})
-    return rows
-
-
 def _records(frame) -> list[dict]:
     return json.loads(frame.to_json(orient="records"))
 
@@ -120,16 +184,21 @@ def _plain(value):
 
 
 def _figure(summary: dict, pd) -> None:
-    """Per fork and round: the share of the other two agents giving the pushed answer, fork against control."""
+    """Per round: the share of agent2 and agent3 giving the pushed answer, fork against control: beside the
+    adversary, and with the correct answer shown, split by whether agent1's own round-1 reply (what the
+    control shows in its place) was right."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    names = list(summary["against_control"])
-    fig = make_subplots(rows=1, cols=len(names), shared_yaxes=True,
-                        subplot_titles=[f"{n}: the {'wrong' if FORKS[n] == 'wrong' else 'correct'} answer, "
-                                        f"{summary['against_control'][n]['items']} items" for n in names])
-    for col, name in enumerate(names, start=1):
-        rows = pd.DataFrame(summary["against_control"][name]["follow"])
+    adversary, correct = (summary["against_control"][n] for n in FORKS)
+    panels = [("the adversary's wrong answer<br>(round 2: not yet read)", adversary["follow"]),
+              ("the correct answer shown,<br>agent1 was wrong in round 1", correct["follow_by_agent1"]["not_right"]),
+              ("the correct answer shown,<br>agent1 was right in round 1", correct["follow_by_agent1"]["right"])]
+    fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
+                        subplot_titles=[f"{title}:<br>{rows[0]['control_eligible']} agents on {rows[0]['items']} items"
+                                        for title, rows in panels])
+    for col, (_, rows) in enumerate(panels, start=1):
+        rows = pd.DataFrame(rows)
         for side, color, shift, label in (("fork", "#c0392b", -0.04, "the fork"),
                                           ("control", "#7f8c8d", 0.04, "the identity fork (control)")):
             fig.add_trace(go.Scatter(
@@ -137,10 +206,12 @@ def _figure(summary: dict, pd) -> None:
                 showlegend=col == 1, line={"color": color},
                 error_y={"type": "data", "symmetric": False, "array": rows[f"{side}_high"] - rows[f"{side}_rate"],
                          "arrayminus": rows[f"{side}_rate"] - rows[f"{side}_low"]}), row=1, col=col)
-        fig.update_xaxes(title_text="round", dtick=1, row=1, col=col)
+        fig.update_xaxes(title_text="round", dtick=1, range=[1.7, 3.3], row=1, col=col)
     fig.update_yaxes(title_text="share giving the pushed answer", range=[0, 1], row=1, col=1)
-    fig.update_layout(width=900, height=400, template="plotly_white", legend={"orientation": "h", "y": -0.25},
-                      title="Who follows: the two other agents giving the pushed answer, GSM8K, 95% Wilson intervals")
+    fig.update_annotations(font_size=12)
+    fig.update_layout(width=1000, height=430, template="plotly_white", legend={"orientation": "h", "y": -0.22},
+                      margin={"t": 130}, title="Who follows: agent2 and agent3 giving the pushed answer, GSM8K "
+                      "(95% Wilson intervals, agents counted as independent)")
     fig.write_image(HERE / "follow.png", scale=1)
 
 
