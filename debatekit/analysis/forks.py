@@ -15,7 +15,6 @@ differ); against an identity fork, the intervention alone.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -28,9 +27,8 @@ from debatekit.analysis.paired import compare
 from debatekit.analysis.tables import Tables, load_runs
 from debatekit.datasets.voting import answers_equal
 
-FOLLOW_COLUMNS = ["round", "items", "fork_eligible", "fork_followed", "fork_rate", "fork_low", "fork_high",
-                  "control_eligible", "control_followed", "control_rate", "control_low", "control_high",
-                  "difference", "low", "high"]
+FOLLOW_COLUMNS = ["round", "items", "agents", "left_out", "fork_followed", "fork_rate", "fork_low", "fork_high",
+                  "control_followed", "control_rate", "control_low", "control_high", "difference", "low", "high"]
 
 
 @dataclass
@@ -88,16 +86,17 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
                 fork_round: int | None = None, agents: Sequence[str] | None = None, n_boot: int = N_BOOT,
                 seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """How often the agents give the answer the intervention pushed, from the fork round on, in the
-    fork and in the control, with the paired difference.
+    fork and in the control, agent by agent.
 
     An agent counts for an item when it is one of `agents` and did not already give the pushed answer
     at round R-1 (the history the fork shares with its parent, read from the control; with R = 1
-    every agent counts). At each round t >= R it `followed` when its answer equals the pushed one; an
-    agent without an answer at t is left out of that round. The rates are pooled over the items both
-    runs have such an agent for, with Wilson intervals (these count the agents as independent, which
-    agents that read each other are not: they are narrower than the uncertainty); the difference (fork
-    minus control) has a percentile bootstrap interval that resamples items, each with its agents and
-    seeds on both sides.
+    every agent counts). At each round t >= R it `followed` when its answer equals the pushed one. The
+    two runs are paired agent by agent: an agent counts at round t where it gave an answer there in
+    both runs (`agents`), and one that answered in one run only is left out (`left_out`). The rates
+    are pooled over those agents, with Wilson intervals (these count the agents as independent, which
+    agents that read each other are not: they are narrower than the uncertainty); the difference
+    (fork minus control) has a percentile bootstrap interval that resamples items, each with its
+    agents and seeds.
 
     Args:
         child: the fork (a run folder or its tables).
@@ -110,8 +109,8 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
             construction).
 
     Returns:
-        One row per round t >= R: round, items, then for `fork_` and `control_`: eligible, followed,
-        rate, low, high; and difference, low, high.
+        One row per round t >= R: round, items, agents, left_out, then for `fork_` and `control_`:
+        followed, rate, low, high; and difference, low, high.
 
     Raises:
         ValueError: no fork round given and the child's run.json names none.
@@ -133,19 +132,23 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
         .drop_duplicates(["item_id", "seed", "agent"])
     prior = dict(zip(zip(prior["item_id"], prior["seed"], prior["agent"]), prior["answer"]))
     sides = [_followed(t, pushed, prior, fork_round, set(agents)) for t in (child, control)]
+    keys = ["item_id", "seed", "agent", "round"]
+    both = sides[0].merge(sides[1], on=keys, suffixes=("_f", "_c"))  # the agents that answered in both runs
     rows = []
-    for r in sorted(set(sides[0]["round"]) & set(sides[1]["round"])):
-        per_item = [s[s["round"] == r].groupby("item_id")["followed"].agg(["sum", "count"]) for s in sides]
-        both = per_item[0].add_suffix("_f").join(per_item[1].add_suffix("_c"), how="inner")
-        row: dict[str, Any] = {"round": r, "items": len(both)}
+    for r in sorted(both["round"].unique()):
+        at = both[both["round"] == r]
+        per_item = at.groupby("item_id").agg(sum_f=("followed_f", "sum"), sum_c=("followed_c", "sum"),
+                                             count=("followed_f", "size"))
+        answered = sum(len(side[side["round"] == r]) for side in sides)
+        row: dict[str, Any] = {"round": int(r), "items": len(per_item), "agents": len(at),
+                               "left_out": answered - 2 * len(at)}
         for name, tag in (("fork", "_f"), ("control", "_c")):
-            followed, eligible = int(both["sum" + tag].sum()), int(both["count" + tag].sum())
-            low, high = wilson([followed], [eligible], level)
-            row |= {f"{name}_eligible": eligible, f"{name}_followed": followed,
-                    f"{name}_rate": followed / eligible if eligible else math.nan,
+            followed = int(per_item["sum" + tag].sum())
+            low, high = wilson([followed], [len(at)], level)
+            row |= {f"{name}_followed": followed, f"{name}_rate": followed / len(at),
                     f"{name}_low": float(low[0]), f"{name}_high": float(high[0])}
-        diff = ratio_bootstrap(both["sum_f"], both["count_f"], n_boot, seed, level,
-                               minus=(both["sum_c"], both["count_c"]))
+        diff = ratio_bootstrap(per_item["sum_f"], per_item["count"], n_boot, seed, level,
+                               minus=(per_item["sum_c"], per_item["count"]))
         rows.append(row | dict(zip(("difference", "low", "high"), diff)))
     return pd.DataFrame(rows, columns=FOLLOW_COLUMNS)
 

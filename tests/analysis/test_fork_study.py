@@ -57,8 +57,8 @@ def test_the_page_quotes_the_committed_follow_counts():
     adversary, correct = summary["against_control"]["adversarial-agent1"], summary["against_control"]["correct-agent1"]
 
     first, then = ({r["round"]: r for r in adversary["follow"]}[k] for k in (2, 3))
-    assert first["fork_eligible"] == first["control_eligible"]
-    assert (f"agent3's {first['fork_eligible']} answers that were not already the pushed one, {first['fork_followed']} "
+    assert first["agents"] == then["agents"] and first["left_out"] == then["left_out"] == 0
+    assert (f"agent3's {first['agents']} answers that were not already the pushed one, {first['fork_followed']} "
             f"gave it in round 2 with the adversary and {first['control_followed']} without") in section
     assert f"(difference {_interval(first)})" in section
     assert f"after reading it, {then['fork_followed']} against {then['control_followed']} ({_interval(then)})" in section
@@ -69,19 +69,21 @@ def test_the_page_quotes_the_committed_follow_counts():
             f"{gives[3]['control_answers']}:") in section
 
     first, then = ({r["round"]: r for r in correct["follow"]}[k] for k in (2, 3))
-    assert f"Pooled, {first['fork_followed']} of {first['fork_eligible']} gave the correct answer in round 2" in section
-    assert (f"{first['control_followed']} of {first['control_eligible']} in the control (difference "
-            f"{_interval(first)}); in round 3, {then['fork_followed']} against {then['control_followed']} "
-            f"({_interval(then)})") in section
-    missing = correct["no_answer_before"]
-    assert (f"{first['control_eligible']} over {first['items']} items were not right "
-            f"({first['control_eligible'] - missing} wrong, {missing} missing)") in section.replace("one missing", "1 missing")
+    eligible, missing = first["agents"] + first["left_out"], correct["no_answer_before"]
+    assert (f"{eligible} over {first['items']} items were not right ({eligible - missing} wrong, {missing} missing)"
+            in section.replace("one missing", "1 missing"))
+    assert (f"of the {first['agents']} that answered in round 2 in both forks (one gave no answer beside the "
+            f"stand-in), {first['fork_followed']} gave the correct answer with the stand-in and "
+            f"{first['control_followed']} in the control (difference {_interval(first)}); in round 3, "
+            f"{then['fork_followed']} of {then['agents']} against {then['control_followed']} ({_interval(then)})"
+            ) in section
+    assert first["left_out"] == 1 and then["left_out"] == 0  # the one the page names
     for rows in correct["follow_by_agent1"].values():
         first, then = ({r["round"]: r for r in rows}[k] for k in (2, 3))
-        assert (f"{first['fork_followed']} of {first['fork_eligible']} followed in round 2 against "
-                f"{first['control_followed']} of {first['control_eligible']} ({_interval(first)})") in section
-        assert (f"{then['fork_followed']} of {then['fork_eligible']} against {then['control_followed']} of "
-                f"{then['control_eligible']} in round 3 ({_interval(then)})") in section
+        assert (f"{first['fork_followed']} of {first['agents']} followed in round 2 against "
+                f"{first['control_followed']} of {first['agents']} ({_interval(first)})") in section
+        assert (f"{then['fork_followed']} of {then['agents']} against {then['control_followed']} of "
+                f"{then['agents']} in round 3 ({_interval(then)})") in section
 
     copying = {r["round"]: r for r in correct["copying"]}
     assert (f"{copying[2]['fork_copying']} of the {copying[2]['fork_followed']} round-2 followers with the stand-in "

@@ -54,11 +54,10 @@ PUSHED = {q: 99 for q in FORK}
 def test_the_follow_rate_counts_the_other_agents_that_take_the_pushed_answer():
     table = analysis.follow_rate(hand_tables("fork", FORK), hand_tables("parent", PARENT), PUSHED, fork_round=2,
                                  agents=["a2", "a3"]).set_index("round")
-    # eligible: a2 on q0-q2, a3 on q0-q3 (7); round 2 in the fork a3's q2 answer is missing (6)
-    assert table.loc[2, ["fork_eligible", "fork_followed", "control_eligible", "control_followed"]].tolist() == \
-        [6, 3, 7, 0]
-    assert table.loc[3, ["fork_eligible", "fork_followed", "control_eligible", "control_followed"]].tolist() == \
-        [7, 5, 7, 1]
+    # eligible: a2 on q0-q2, a3 on q0-q3 (7); round 2 in the fork a3's q2 answer is missing: that agent is
+    # left out on both sides (6), not counted in the parent alone
+    assert table.loc[2, ["agents", "left_out", "fork_followed", "control_followed"]].tolist() == [6, 1, 3, 0]
+    assert table.loc[3, ["agents", "left_out", "fork_followed", "control_followed"]].tolist() == [7, 0, 5, 1]
     assert table["items"].tolist() == [4, 4]
     assert table.loc[2, "difference"] == pytest.approx(0.5) and table.loc[3, "difference"] == pytest.approx(4 / 7)
     assert table.loc[2, "fork_low"] < 0.5 < table.loc[2, "fork_high"] and table.loc[2, "control_low"] == 0
@@ -91,4 +90,4 @@ def test_pushing_the_truth_counts_the_agents_that_reach_it():
     unchanged = {q: (t, [{"a1": t, "a2": 0, "a3": 0}] * 2) for q, t in TRUTH.items() if q < "q2"}
     table = analysis.follow_rate(hand_tables("fork", wrong_first), hand_tables("parent", unchanged), "truth",
                                  fork_round=2, agents=["a2", "a3"])
-    assert table[["fork_followed", "fork_eligible", "control_followed"]].values.tolist() == [[1, 4, 0]]
+    assert table[["fork_followed", "agents", "control_followed"]].values.tolist() == [[1, 4, 0]]

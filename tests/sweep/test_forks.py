@@ -527,8 +527,7 @@ def test_an_agent_that_takes_the_answer_it_is_shown_is_counted_as_following_it(p
     fork(parent, at_round=2, out=tmp_path / "fork", intervention=replace("agent1", by="correct"), cache=False,
          progress=False)
     follow = analysis.follow_rate(tmp_path / "fork", parent, "truth").set_index("round")
-    assert follow.loc[2, ["items", "fork_eligible", "fork_followed", "control_eligible", "control_followed"]].tolist() \
-        == [2, 4, 4, 4, 0]
+    assert follow.loc[2, ["items", "agents", "left_out", "fork_followed", "control_followed"]].tolist() == [2, 4, 0, 4, 0]
     assert follow.loc[2, "difference"] == 1.0
     effect = analysis.fork_accuracy(tmp_path / "fork", parent).iloc[0]
     # q1's final majority turns from 11 to the truth 10; q3's from none (31, 32, 33) to 30

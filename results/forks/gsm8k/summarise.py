@@ -103,29 +103,35 @@ def _no_answer_before(control, target: dict) -> int:
 
 def _copying(fork, control, target: dict) -> list[dict]:
     """Per round from 2, in the fork and in the control: agent2's and agent3's replies that give the
-    pushed answer where their round-1 answer was another (the followers `follow_rate` counts), and how
-    many of them read it from a line copied from a reply they were shown (`copied_answer`): in the
-    correct-answer fork, the stand-in's sentence and `Answer:` line; in the control, agent1's own."""
+    pushed answer where their round-1 answer was another, among the agents that answered in both
+    forks (the followers `follow_rate` counts), and how many of them read it from a line copied from a
+    reply they were shown (`copied_answer`): in the correct-answer fork, the stand-in's sentence and
+    `Answer:` line; in the control, agent1's own."""
     from debatekit.datasets.voting import answers_equal
     from debatekit.protocols.shared.extract import copied_answer
 
+    def replies(tables, r: int) -> dict:
+        """(item, agent) -> (answer, copied) of each eligible agent's answered round-r call."""
+        rounds = tables.rounds
+        first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]]
+                 .itertuples(index=False)}
+        calls = tables.turns[(tables.turns["round"] == r) & tables.turns["agent"].isin(OTHERS)
+                             & tables.turns["debate_id"].isin(tables.debates["debate_id"])]
+        return {(i, a): (output["answer"], copied_answer(text or "", messages or []) is not None)
+                for i, a, output, text, messages in calls[["item_id", "agent", "output", "text", "messages"]]
+                .itertuples(index=False)
+                if not (first.get((i, a)) is not None and answers_equal(first[i, a], target[i]))
+                and isinstance(output, dict) and output.get("answer") is not None}
+
     rows = []
     for r in (2, 3):
+        sides = {"fork": replies(fork, r), "control": replies(control, r)}
+        both = sides["fork"].keys() & sides["control"].keys()
         row: dict = {"round": r}
-        for side, tables in (("fork", fork), ("control", control)):
-            rounds = tables.rounds
-            first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]]
-                     .itertuples(index=False)}
-            calls = tables.turns[(tables.turns["round"] == r) & tables.turns["agent"].isin(OTHERS)
-                                 & tables.turns["debate_id"].isin(tables.debates["debate_id"])]
-            followers = [(text, messages) for i, a, output, text, messages
-                         in calls[["item_id", "agent", "output", "text", "messages"]].itertuples(index=False)
-                         if not (first.get((i, a)) is not None and answers_equal(first[i, a], target[i]))
-                         and isinstance(output, dict) and output.get("answer") is not None
-                         and answers_equal(output["answer"], target[i])]
-            row |= {f"{side}_followed": len(followers),
-                    f"{side}_copying": sum(copied_answer(text or "", messages or []) is not None
-                                           for text, messages in followers)}
+        for side, said in sides.items():
+            followers = [copied for key, (answer, copied) in said.items()
+                         if key in both and answers_equal(answer, target[key[0]])]
+            row |= {f"{side}_followed": len(followers), f"{side}_copying": sum(followers)}
         rows.append(row)
     return rows
 
@@ -195,7 +201,7 @@ def _figure(summary: dict, pd) -> None:
               ("the correct answer shown,<br>agent1 was wrong in round 1", correct["follow_by_agent1"]["not_right"]),
               ("the correct answer shown,<br>agent1 was right in round 1", correct["follow_by_agent1"]["right"])]
     fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
-                        subplot_titles=[f"{title}:<br>{rows[0]['control_eligible']} agents on {rows[0]['items']} items"
+                        subplot_titles=[f"{title}:<br>{rows[0]['agents']} agents on {rows[0]['items']} items"
                                         for title, rows in panels])
     for col, (_, rows) in enumerate(panels, start=1):
         rows = pd.DataFrame(rows)
