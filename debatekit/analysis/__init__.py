@@ -8,7 +8,8 @@
 - `rounds`, `configs`: tables for plots and sweeps: a debate's rounds as curves; configurations side by side.
 - `paired`, `intervals`, `power`: paired comparisons, bootstrap intervals, what a null result rules out.
 - `conformity`: who keeps an answer, who moves to the majority, and the martingale test of Choi et al.
-- `forks`: a fork against its parent: final accuracy paired by item, and who followed the pushed answer.
+- `forks`: a fork against its parent: final accuracy paired by item, who followed the pushed answer, and the
+  conformity measures side by side.
 - `decompose`, `study`: one society_of_mind run as single / vote / debate; the study notebook's tables.
 - `plots` (figures from tables, no I/O) and `widgets` (the explorer over them).
 """
@@ -16,8 +17,8 @@
 from debatekit._base.lazy import exports
 
 __all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "compare", "compare_runs", "config_table",
-           "conformity_summary", "convergence_curve", "decomposition", "detectable_difference", "equal_budget",
-           "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "fork_accuracy", "fork_effect",
+           "conformity_effect", "conformity_summary", "convergence_curve", "decomposition", "detectable_difference",
+           "equal_budget", "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "fork_accuracy", "fork_effect",
            "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front", "round_metrics",
            "rounds_table", "score_trajectory", "seed_accuracy", "summarize", "switch_rates"]
 __getattr__, __dir__ = exports(__name__, {
@@ -27,6 +28,7 @@ __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("config_table", "equal_budget", "pareto_front"), "configs"),
     **dict.fromkeys(("answer_transitions", "conformity_summary", "flips_by_position", "martingale_test",
                      "switch_rates"), "conformity"),
-    **dict.fromkeys(("ForkEffect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"), "forks"),
+    **dict.fromkeys(("ForkEffect", "conformity_effect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"),
+                    "forks"),
     "compare": "paired", "compare_runs": "paired", "decomposition": "decompose",
     "detectable_difference": "power", "items_needed": "power"})

@@ -217,7 +217,7 @@ def ratio_bootstrap(sums: Any, counts: Any, n_boot: int = N_BOOT, seed: int = 0,
     """The pooled mean sum(sums) / sum(counts) and its percentile bootstrap interval over the groups
     (items): each resample draws whole groups with replacement. With `minus` (the sums and counts of a
     second measure on the same groups), the difference of the two pooled means, resampled in pairs.
-    NaNs when there is no group."""
+    NaNs when there is no group, and a NaN interval when a resample draws only groups with no count."""
     sides = [(np.asarray(sums, dtype=float), np.asarray(counts, dtype=float))]
     if minus is not None:
         sides.append((np.asarray(minus[0], dtype=float), np.asarray(minus[1], dtype=float)))
@@ -226,7 +226,8 @@ def ratio_bootstrap(sums: Any, counts: Any, n_boot: int = N_BOOT, seed: int = 0,
     signs = (1.0, -1.0)[:len(sides)]
     point = float(sum(sign * s.sum() / c.sum() for sign, (s, c) in zip(signs, sides)))
     draws = np.random.default_rng(seed).integers(0, len(sides[0][0]), size=(n_boot, len(sides[0][0])))
-    means = sum(sign * s[draws].sum(axis=1) / c[draws].sum(axis=1) for sign, (s, c) in zip(signs, sides))
+    with np.errstate(invalid="ignore"):  # a resample with nobody to count: NaN, and so is the interval
+        means = sum(sign * s[draws].sum(axis=1) / c[draws].sum(axis=1) for sign, (s, c) in zip(signs, sides))
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(means, [tail, 100 - tail], method="inverted_cdf")
     return point, float(low), float(high)

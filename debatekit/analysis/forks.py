@@ -3,6 +3,7 @@
     effect = forks.fork_effect("runs/fork", "runs/parent", pushed={"q1": 17, "q2": 4})
     effect.accuracy   # final accuracy of the fork against the parent, paired by item; exact McNemar
     effect.follow     # per round from the fork on: how many agents gave the pushed answer, fork and parent
+    effect.conformity # per round pair from the fork on: kept, to the majority, away, flips, fork and parent
 
 A fork replays a recorded debate up to a round R, changes one thing there and runs on. Its run.json
 names where it came from (`parent: {"run": ..., "at_round": R, "intervention": {"name": ..., "params": {...}}}`) and its debates
@@ -21,7 +22,7 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from debatekit.analysis.conformity import no_answer, ratio_bootstrap, wilson
+from debatekit.analysis.conformity import MOVES, answer_transitions, no_answer, ratio_bootstrap, wilson
 from debatekit.analysis.intervals import N_BOOT
 from debatekit.analysis.paired import compare
 from debatekit.analysis.tables import Tables, load_runs
@@ -29,6 +30,11 @@ from debatekit.datasets.voting import answers_equal
 
 FOLLOW_COLUMNS = ["round", "items", "agents", "left_out", "fork_followed", "fork_rate", "fork_low", "fork_high",
                   "control_followed", "control_rate", "control_low", "control_high", "difference", "low", "high"]
+MEASURES = ["keep", "to_majority", "away", "right_to_wrong_minority", "right_to_wrong_majority",
+            "wrong_to_right_minority", "wrong_to_right_majority"]
+"""What `conformity_effect` compares, in its order (`debatekit.analysis.conformity`'s moves and flips)."""
+CONFORMITY_COLUMNS = ["from_round", "to_round", "measure", "items", "fork_count", "fork_of", "fork_rate",
+                      "control_count", "control_of", "control_rate", "difference", "low", "high"]
 
 
 @dataclass
@@ -37,6 +43,8 @@ class ForkEffect:
     """One `paired.compare` row: the fork (`config`) against the control (`baseline`) on final accuracy."""
     follow: pd.DataFrame | None
     """`follow_rate`, or None when no pushed answer was given."""
+    conformity: pd.DataFrame
+    """`conformity_effect`: the conformity measures of the fork against the control."""
 
 
 def fork_parent(run: Tables | Path | str) -> dict | None:
@@ -50,7 +58,8 @@ def fork_parent(run: Tables | Path | str) -> dict | None:
 def fork_effect(child: Tables | Path | str, control: Tables | Path | str, pushed: Mapping | str | None = None,
                 fork_round: int | None = None, agents: Sequence[str] | None = None, n_boot: int = N_BOOT,
                 seed: int = 0) -> ForkEffect:
-    """A fork's effect: `fork_accuracy`, and `follow_rate` when `pushed` answers are given.
+    """A fork's effect: `fork_accuracy`, `conformity_effect`, and `follow_rate` when `pushed` answers
+    are given.
 
     Args:
         child: the fork (a run folder or its `load_runs` tables).
@@ -63,7 +72,8 @@ def fork_effect(child: Tables | Path | str, control: Tables | Path | str, pushed
     """
     child, control = _tables(child), _tables(control)
     follow = None if pushed is None else follow_rate(child, control, pushed, fork_round, agents, n_boot, seed)
-    return ForkEffect(fork_accuracy(child, control, n_boot, seed), follow)
+    return ForkEffect(fork_accuracy(child, control, n_boot, seed), follow,
+                      conformity_effect(child, control, fork_round, n_boot, seed))
 
 
 def fork_accuracy(child: Tables | Path | str, control: Tables | Path | str, n_boot: int = N_BOOT,
@@ -151,6 +161,69 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
                                minus=(per_item["sum_c"], per_item["count"]))
         rows.append(row | dict(zip(("difference", "low", "high"), diff)))
     return pd.DataFrame(rows, columns=FOLLOW_COLUMNS)
+
+
+def conformity_effect(child: Tables | Path | str, control: Tables | Path | str, fork_round: int | None = None,
+                      n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+    """The conformity measures of `debatekit.analysis.conformity` in the fork and in the control, for
+    each round pair that ends at or after the fork round, with their difference: the share of agents
+    that kept their answer (`keep`), moved to the previous round's majority (`to_majority`) or
+    elsewhere (`away`), and right->wrong and wrong->right among the agents in the minority and in the
+    majority (`right_to_wrong_minority`, ..., each over the agents right, or wrong, there). Only the
+    items both runs have count; the difference has a percentile bootstrap 95% interval that resamples
+    items, each with its agents on both sides.
+
+    Args:
+        child: the fork (a run folder or its tables).
+        control: the parent, or a control fork that changed nothing.
+        fork_round: R, the first round whose answers the fork changed; default the `at_round` of the
+            fork's run.json `parent` block, else every round pair.
+
+    Returns:
+        One row per round pair and measure: from_round, to_round, measure, items, fork_count, fork_of,
+        fork_rate, control_count, control_of, control_rate, difference, low, high (NaN where one run has
+        nobody to count).
+    """
+    child, control = _tables(child), _tables(control)
+    if fork_round is None:
+        fork_round = int((fork_parent(child) or {}).get("at_round") or 2)
+    items = set(child.debates["item_id"]) & set(control.debates["item_id"])
+    sides = [_conformity_counts(t.only(items), fork_round) for t in (child, control)]
+    keys = ["from_round", "to_round", "measure"]
+    both = sides[0].merge(sides[1], on=[*keys, "item_id"], how="outer", suffixes=("_f", "_c")).fillna(0)
+    both = both.assign(_order=both["measure"].map(MEASURES.index)).sort_values(["from_round", "to_round", "_order"])
+    rows = []
+    for values, at in both.groupby(keys, sort=False):
+        at = at[(at["of_f"] > 0) | (at["of_c"] > 0)]
+        row = dict(zip(keys, values)) | {"items": len(at)}
+        for name, tag in (("fork", "_f"), ("control", "_c")):
+            count, of = int(at["count" + tag].sum()), int(at["of" + tag].sum())
+            row |= {f"{name}_count": count, f"{name}_of": of, f"{name}_rate": count / of if of else float("nan")}
+        diff = ratio_bootstrap(at["count_f"], at["of_f"], n_boot, seed, minus=(at["count_c"], at["of_c"]))
+        rows.append(row | dict(zip(("difference", "low", "high"), diff)))
+    return pd.DataFrame(rows, columns=CONFORMITY_COLUMNS)
+
+
+def _conformity_counts(tables: Tables, fork_round: int) -> pd.DataFrame:
+    """Per round pair ending at or after `fork_round`, measure and item: how many agents did it
+    (`count`) of how many could (`of`)."""
+    steps = answer_transitions(tables.rounds)
+    steps = steps[steps["to_round"] >= fork_round]
+    scored = steps["was_correct"].notna() & steps["correct"].notna()
+    right_before = scored & steps["was_correct"].fillna(False).astype(bool)
+    right_after = steps["correct"].fillna(False).astype(bool)
+    parts = [steps.assign(measure=move, count=steps["move"] == move, of=True) for move in MOVES]
+    for position in ("minority", "majority"):
+        here = steps["position"] == position
+        parts += [steps.assign(measure=f"right_to_wrong_{position}", count=here & right_before & ~right_after,
+                               of=here & right_before),
+                  steps.assign(measure=f"wrong_to_right_{position}", count=here & scored & ~right_before & right_after,
+                               of=here & scored & ~right_before)]
+    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if long.empty:
+        return pd.DataFrame(columns=["from_round", "to_round", "measure", "item_id", "count", "of"])
+    return long.astype({"count": int, "of": int}).groupby(["from_round", "to_round", "measure", "item_id"], sort=False,
+                                                           as_index=False)[["count", "of"]].sum()
 
 
 def _followed(tables: Tables, pushed: Mapping, prior: dict, fork_round: int, agents: set) -> pd.DataFrame:

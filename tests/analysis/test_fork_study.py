@@ -61,7 +61,8 @@ def test_the_page_quotes_the_committed_follow_counts():
     assert (f"agent3's {first['agents']} answers that were not already the pushed one, {first['fork_followed']} "
             f"gave it in round 2 with the adversary and {first['control_followed']} without") in section
     assert f"(difference {_interval(first)})" in section
-    assert f"after reading it, {then['fork_followed']} against {then['control_followed']} ({_interval(then)})" in section
+    assert (f"after reading it, {then['fork_followed']} against {then['control_followed']} "
+            f"({_interval(then)})") in section
     gives = {r["round"]: r for r in adversary["agent1"]}
     assert (f"agent1 gave it in {gives[2]['fork_gives']} of its {gives[2]['fork_answers']} round-2 replies and "
             f"{gives[3]['fork_gives']} of {gives[3]['fork_answers']} in round 3") in section
@@ -95,3 +96,17 @@ def test_the_page_quotes_the_committed_follow_counts():
     assert (f"of agent2's and agent3's {others['pairs']} such calls, {others['same_text']} came back with the same "
             f"text and {others['same_answer']} with the same answer; of agent1's {own['pairs']}, {own['same_text']} "
             f"and {own['same_answer']}") in section
+
+
+def test_the_page_quotes_the_committed_conformity_effect():
+    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
+    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
+    section = " ".join(page.split("**Conformity beside the control**", 1)[1].split())
+
+    at = 0
+    for fork, measure in (("adversarial-agent1", "keep"), ("correct-agent1", "keep"),
+                          ("adversarial-agent1", "to_majority"), ("correct-agent1", "to_majority")):
+        row = next(r for r in summary["against_control"][fork]["conformity"]
+                   if (r["to_round"], r["measure"]) == (3, measure))
+        at = section.index(f"{row['fork_rate']:.2f} against {row['control_rate']:.2f}", at)  # in this order
+        assert f"({_interval(row)})" in section[at:at + 80]

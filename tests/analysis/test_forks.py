@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 from debatekit import analysis
+from debatekit.analysis.forks import MEASURES
 from tests.analysis.test_conformity import hand_tables
 
 TRUTH = {f"q{i}": 10 + i for i in range(10)}
@@ -91,3 +93,26 @@ def test_pushing_the_truth_counts_the_agents_that_reach_it():
     table = analysis.follow_rate(hand_tables("fork", wrong_first), hand_tables("parent", unchanged), "truth",
                                  fork_round=2, agents=["a2", "a3"])
     assert table[["fork_followed", "agents", "control_followed"]].values.tolist() == [[1, 4, 0]]
+
+
+def test_the_conformity_effect_counts_moves_and_flips_in_both_runs_by_hand():
+    table = analysis.conformity_effect(hand_tables("fork", FORK), hand_tables("parent", PARENT), fork_round=2)
+    first = table[table["to_round"] == 2].set_index("measure")
+    assert list(first.index) == MEASURES
+    # fork 1->2: q0 all three leave 10 for 99, q1 a1 a2 leave (a3 keeps), q2 a1 leaves, a2 keeps (a3 has no
+    # answer: no transition), q3 a1 leaves the majority's 13, a2 keeps 99, a3 keeps 13: 4 kept of 11; the
+    # parent keeps all 12
+    assert first.loc["keep", ["items", "fork_count", "fork_of", "control_count", "control_of"]].tolist() == \
+        [4, 4, 11, 12, 12]
+    assert first.loc["away", ["fork_count", "fork_of"]].tolist() == [7, 11]
+    assert first.loc["to_majority", "fork_count"] == 0
+    assert first.loc["keep", "difference"] == pytest.approx(4 / 11 - 1)
+    # right in the majority: q0 3, q1 3, q2 2 (3 in the parent), q3 a1 a3; wrong in round 2: q0 3, q1 2, q2 1, q3 1
+    assert first.loc["right_to_wrong_majority", ["fork_count", "fork_of", "control_count", "control_of"]].tolist() \
+        == [7, 10, 0, 11]
+    assert first.loc["wrong_to_right_minority", ["fork_count", "fork_of", "control_count", "control_of"]].tolist() \
+        == [0, 1, 0, 1]  # q3's a2, wrong with 99 in the minority, stays wrong
+    assert first.loc["right_to_wrong_minority", "fork_of"] == 0
+    assert pd.isna(first.loc["right_to_wrong_minority", "difference"])  # nobody to count: no rate, no difference
+    later = analysis.conformity_effect(hand_tables("fork", FORK), hand_tables("parent", PARENT), fork_round=3)
+    assert set(later["to_round"]) == {3}

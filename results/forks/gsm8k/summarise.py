@@ -69,6 +69,7 @@ def summarise() -> dict:
         summary["against_control"][name] = {"pushed": push, "items": len(both),
                                             "accuracy": _records(effect.accuracy)[0],
                                             "follow": _records(effect.follow),
+                                            "conformity": _records(effect.conformity),
                                             "agent1": _gives(fork, control, wrong if push == "wrong" else None),
                                             "no_answer_before": _no_answer_before(control, target),
                                             "copying": _copying(fork, control, target)}
