@@ -18,9 +18,9 @@ from debatekit._base.lazy import exports
 
 __all__ = ["ForkEffect", "Tables", "agent_accuracy", "answer_transitions", "compare", "compare_runs", "config_table",
            "conformity_effect", "conformity_summary", "convergence_curve", "decomposition", "detectable_difference",
-           "equal_budget", "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "fork_accuracy", "fork_effect",
-           "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front", "round_metrics",
-           "rounds_table", "score_trajectory", "seed_accuracy", "summarize", "switch_rates"]
+           "equal_budget", "fill_rounds", "flip_flow", "flips_by_position", "follow_rate", "followers", "fork_accuracy",
+           "fork_effect", "fork_parent", "items_needed", "load_runs", "martingale_test", "pareto_front",
+           "round_metrics", "rounds_table", "score_trajectory", "seed_accuracy", "summarize", "switch_rates"]
 __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("Tables", "agent_accuracy", "load_runs", "round_metrics", "rounds_table", "seed_accuracy",
                      "summarize"), "tables"),
@@ -28,7 +28,7 @@ __getattr__, __dir__ = exports(__name__, {
     **dict.fromkeys(("config_table", "equal_budget", "pareto_front"), "configs"),
     **dict.fromkeys(("answer_transitions", "conformity_summary", "flips_by_position", "martingale_test",
                      "switch_rates"), "conformity"),
-    **dict.fromkeys(("ForkEffect", "conformity_effect", "follow_rate", "fork_accuracy", "fork_effect", "fork_parent"),
-                    "forks"),
+    **dict.fromkeys(("ForkEffect", "conformity_effect", "follow_rate", "followers", "fork_accuracy", "fork_effect",
+                     "fork_parent"), "forks"),
     "compare": "paired", "compare_runs": "paired", "decomposition": "decompose",
     "detectable_difference": "power", "items_needed": "power"})

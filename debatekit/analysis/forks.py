@@ -22,14 +22,16 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from debatekit.analysis.conformity import MOVES, answer_transitions, no_answer, ratio_bootstrap, wilson
+from debatekit.analysis.conformity import (answer_transitions, flips_by_position, no_answer, ratio_bootstrap,
+                                           switch_rates, wilson)
 from debatekit.analysis.intervals import N_BOOT
-from debatekit.analysis.paired import compare
+from debatekit.analysis.paired import compare, mcnemar_exact
 from debatekit.analysis.tables import Tables, load_runs
 from debatekit.datasets.voting import answers_equal
 
 FOLLOW_COLUMNS = ["round", "items", "agents", "left_out", "fork_followed", "fork_rate", "fork_low", "fork_high",
-                  "control_followed", "control_rate", "control_low", "control_high", "difference", "low", "high"]
+                  "control_followed", "control_rate", "control_low", "control_high", "difference", "low", "high",
+                  "only_fork", "only_control", "p_exact"]
 MEASURES = ["keep", "to_majority", "away", "right_to_wrong_minority", "right_to_wrong_majority",
             "wrong_to_right_minority", "wrong_to_right_majority"]
 """What `conformity_effect` compares, in its order (`debatekit.analysis.conformity`'s moves and flips)."""
@@ -49,8 +51,11 @@ class ForkEffect:
 
 def fork_parent(run: Tables | Path | str) -> dict | None:
     """The `parent` block of a run's run.json (`run`, `at_round`, `intervention`, ...); None for a run that is
-    not a fork. Read from the file as written, so it does not depend on the record's schema version."""
+    not a fork (or tables with no run folder). Read from the file as written, so it does not depend on the
+    record's schema version."""
     path = Path(run.runs["path"].iloc[0]) if isinstance(run, Tables) else Path(run)
+    if not (path / "run.json").is_file():  # tables built in memory, not read from a folder
+        return None
     block = json.loads((path / "run.json").read_text(encoding="utf-8")).get("parent")
     return block if isinstance(block, dict) else None
 
@@ -64,16 +69,16 @@ def fork_effect(child: Tables | Path | str, control: Tables | Path | str, pushed
     Args:
         child: the fork (a run folder or its `load_runs` tables).
         control: the parent run, or a control fork of it.
-        pushed: the answer pushed per item, or "truth" (`follow_rate`); None: accuracy only.
-        fork_round: the round the fork changed (`follow_rate`).
-        agents: the agents whose answers count (`follow_rate`).
+        pushed: the answer pushed per item, or "truth" (`follow_rate`); None: no follow table.
+        fork_round: the round the fork changed (`follow_rate`, `conformity_effect`).
+        agents: the agents whose answers count (`follow_rate`, `conformity_effect`).
         n_boot: bootstrap resamples.
         seed: the bootstrap's seed.
     """
     child, control = _tables(child), _tables(control)
     follow = None if pushed is None else follow_rate(child, control, pushed, fork_round, agents, n_boot, seed)
     return ForkEffect(fork_accuracy(child, control, n_boot, seed), follow,
-                      conformity_effect(child, control, fork_round, n_boot, seed))
+                      conformity_effect(child, control, fork_round, agents, n_boot, seed))
 
 
 def fork_accuracy(child: Tables | Path | str, control: Tables | Path | str, n_boot: int = N_BOOT,
@@ -96,17 +101,15 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
                 fork_round: int | None = None, agents: Sequence[str] | None = None, n_boot: int = N_BOOT,
                 seed: int = 0, level: float = 0.95) -> pd.DataFrame:
     """How often the agents give the answer the intervention pushed, from the fork round on, in the
-    fork and in the control, agent by agent.
+    fork and in the control, agent by agent (`followers`).
 
-    An agent counts for an item when it is one of `agents` and did not already give the pushed answer
-    at round R-1 (the history the fork shares with its parent, read from the control; with R = 1
-    every agent counts). At each round t >= R it `followed` when its answer equals the pushed one. The
-    two runs are paired agent by agent: an agent counts at round t where it gave an answer there in
-    both runs (`agents`), and one that answered in one run only is left out (`left_out`). The rates
-    are pooled over those agents, with Wilson intervals (these count the agents as independent, which
+    The two runs are paired agent by agent: an agent counts at round t where it gave an answer there in
+    both runs (`agents`); one that answered in one run only is left out (`left_out`). The rates are
+    pooled over those agents, with Wilson intervals (these count the agents as independent, which
     agents that read each other are not: they are narrower than the uncertainty); the difference
     (fork minus control) has a percentile bootstrap interval that resamples items, each with its
-    agents and seeds.
+    agents and seeds, and the agents that followed in one run only (`only_fork`, `only_control`) have
+    the exact McNemar test (`p_exact`, again as if the agents were independent).
 
     Args:
         child: the fork (a run folder or its tables).
@@ -120,20 +123,49 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
 
     Returns:
         One row per round t >= R: round, items, agents, left_out, then for `fork_` and `control_`:
-        followed, rate, low, high; and difference, low, high.
+        followed, rate, low, high; difference, low, high; only_fork, only_control, p_exact.
 
     Raises:
         ValueError: no fork round given and the child's run.json names none.
     """
+    said = followers(child, control, pushed, fork_round, agents)
+    both = said.dropna(subset=["fork", "control"])
+    rows = []
+    for r in sorted(both["round"].unique()):
+        at = both[both["round"] == r]
+        per_item = at.groupby("item_id").agg(sum_f=("fork", "sum"), sum_c=("control", "sum"), count=("fork", "size"))
+        row: dict[str, Any] = {"round": int(r), "items": len(per_item), "agents": len(at),
+                               "left_out": int(said[said["round"] == r][["fork", "control"]].isna().sum().sum())}
+        for name in ("fork", "control"):
+            followed = int(at[name].sum())
+            low, high = wilson([followed], [len(at)], level)
+            row |= {f"{name}_followed": followed, f"{name}_rate": followed / len(at),
+                    f"{name}_low": float(low[0]), f"{name}_high": float(high[0])}
+        diff = ratio_bootstrap(per_item["sum_f"], per_item["count"], n_boot, seed, level,
+                               minus=(per_item["sum_c"], per_item["count"]))
+        only_fork, only_control = int((at["fork"] > at["control"]).sum()), int((at["fork"] < at["control"]).sum())
+        rows.append(row | dict(zip(("difference", "low", "high"), diff))
+                    | {"only_fork": only_fork, "only_control": only_control,
+                       "p_exact": mcnemar_exact(only_fork, only_control)})
+    return pd.DataFrame(rows, columns=FOLLOW_COLUMNS)
+
+
+def followers(child: Tables | Path | str, control: Tables | Path | str, pushed: Mapping | str,
+              fork_round: int | None = None, agents: Sequence[str] | None = None) -> pd.DataFrame:
+    """The agents `follow_rate` counts, one row each per item, seed and round t >= R, with whether it
+    gave the pushed answer in the fork and in the control.
+
+    An agent counts for an item when it is one of `agents` and did not already give the pushed answer
+    at round R-1 (the history the fork shares with its parent, read from the control; with R = 1
+    every agent counts; a missing answer is not the pushed one). At each round t >= R it followed
+    (1.0) when its answer equals the pushed one, else not (0.0); NaN where it gave no answer in that
+    run. Arguments as `follow_rate`.
+
+    Returns:
+        item_id, seed, agent, round, fork, control.
+    """
     child, control = _tables(child), _tables(control)
-    parent = fork_parent(child) if fork_round is None or agents is None else None
-    if fork_round is None:
-        if not parent or parent.get("at_round") is None:
-            raise ValueError("the child run's run.json names no parent round: pass fork_round")
-        fork_round = int(parent["at_round"])
-    if agents is None:
-        changed = set(_named_agents((parent or {}).get("intervention") or {}))
-        agents = [a for a in pd.concat([child.rounds["agent"], control.rounds["agent"]]).unique() if a not in changed]
+    fork_round, agents = _fork_round_and_agents(child, control, fork_round, agents)
     pushed = dict(zip(control.debates["item_id"], control.debates["truth"])) if isinstance(pushed, str) \
         and pushed == "truth" else dict(pushed)
     # round R-1 is history both runs share: read from the control, else from the fork
@@ -141,61 +173,55 @@ def follow_rate(child: Tables | Path | str, control: Tables | Path | str, pushed
     prior = prior[(prior["round"] == fork_round - 1) & ~prior["answer"].map(no_answer).astype(bool)] \
         .drop_duplicates(["item_id", "seed", "agent"])
     prior = dict(zip(zip(prior["item_id"], prior["seed"], prior["agent"]), prior["answer"]))
-    sides = [_followed(t, pushed, prior, fork_round, set(agents)) for t in (child, control)]
     keys = ["item_id", "seed", "agent", "round"]
-    both = sides[0].merge(sides[1], on=keys, suffixes=("_f", "_c"))  # the agents that answered in both runs
-    rows = []
-    for r in sorted(both["round"].unique()):
-        at = both[both["round"] == r]
-        per_item = at.groupby("item_id").agg(sum_f=("followed_f", "sum"), sum_c=("followed_c", "sum"),
-                                             count=("followed_f", "size"))
-        answered = sum(len(side[side["round"] == r]) for side in sides)
-        row: dict[str, Any] = {"round": int(r), "items": len(per_item), "agents": len(at),
-                               "left_out": answered - 2 * len(at)}
-        for name, tag in (("fork", "_f"), ("control", "_c")):
-            followed = int(per_item["sum" + tag].sum())
-            low, high = wilson([followed], [len(at)], level)
-            row |= {f"{name}_followed": followed, f"{name}_rate": followed / len(at),
-                    f"{name}_low": float(low[0]), f"{name}_high": float(high[0])}
-        diff = ratio_bootstrap(per_item["sum_f"], per_item["count"], n_boot, seed, level,
-                               minus=(per_item["sum_c"], per_item["count"]))
-        rows.append(row | dict(zip(("difference", "low", "high"), diff)))
-    return pd.DataFrame(rows, columns=FOLLOW_COLUMNS)
+    sides = [_followed(t, pushed, prior, fork_round, set(agents)).rename(columns={"followed": name})
+             for t, name in ((child, "fork"), (control, "control"))]
+    return sides[0].merge(sides[1], on=keys, how="outer").sort_values(keys, ignore_index=True)
 
 
 def conformity_effect(child: Tables | Path | str, control: Tables | Path | str, fork_round: int | None = None,
-                      n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
+                      agents: Sequence[str] | None = None, n_boot: int = N_BOOT, seed: int = 0) -> pd.DataFrame:
     """The conformity measures of `debatekit.analysis.conformity` in the fork and in the control, for
     each round pair that ends at or after the fork round, with their difference: the share of agents
     that kept their answer (`keep`), moved to the previous round's majority (`to_majority`) or
     elsewhere (`away`), and right->wrong and wrong->right among the agents in the minority and in the
-    majority (`right_to_wrong_minority`, ..., each over the agents right, or wrong, there). Only the
-    items both runs have count; the difference has a percentile bootstrap 95% interval that resamples
-    items, each with its agents on both sides.
+    majority (`right_to_wrong_minority`, ..., each over the agents right, or wrong, there).
+
+    Only `agents` count (default, as `follow_rate`: all but those the intervention speaks for), and
+    only the transitions both runs have (the same agent of the same debate answered in both rounds
+    in both runs). The difference has a percentile bootstrap 95% interval that resamples items, each
+    with its agents on both sides; a measure with few agents to count may have none (a resample that
+    draws none of them has no rate). Two cautions. Past the fork round, an agent's position and
+    correctness at t-1 are themselves outcomes of the intervention, so a flip rate compares different
+    groups of agents: a description, not an effect. And the majority at R-1 is read from the recorded
+    answers: where the intervention changed what the agents were shown at R (`replace`), the R-1 -> R
+    measures are taken against a majority they did not read.
 
     Args:
         child: the fork (a run folder or its tables).
         control: the parent, or a control fork that changed nothing.
-        fork_round: R, the first round whose answers the fork changed; default the `at_round` of the
-            fork's run.json `parent` block, else every round pair.
+        fork_round: R; default the `at_round` of the fork's run.json `parent` block, else 2.
+        agents: the agents whose transitions count.
 
     Returns:
-        One row per round pair and measure: from_round, to_round, measure, items, fork_count, fork_of,
-        fork_rate, control_count, control_of, control_rate, difference, low, high (NaN where one run has
-        nobody to count).
+        One row per round pair and measure (`MEASURES`): from_round, to_round, measure, items,
+        fork_count, fork_of, fork_rate, control_count, control_of, control_rate, difference, low, high
+        (NaN where one run has nobody to count).
     """
     child, control = _tables(child), _tables(control)
-    if fork_round is None:
-        fork_round = int((fork_parent(child) or {}).get("at_round") or 2)
-    items = set(child.debates["item_id"]) & set(control.debates["item_id"])
-    sides = [_conformity_counts(t.only(items), fork_round) for t in (child, control)]
-    keys = ["from_round", "to_round", "measure"]
-    both = sides[0].merge(sides[1], on=[*keys, "item_id"], how="outer", suffixes=("_f", "_c")).fillna(0)
+    fork_round, agents = _fork_round_and_agents(child, control, fork_round, agents, default_round=2)
+    keys = ["run_id", "debate_id", "item_id", "seed", "agent", "to_round"]
+    steps = [answer_transitions(_answers(t)) for t in (child, control)]
+    steps = [s[(s["to_round"] >= fork_round) & s["agent"].isin(agents)] for s in steps]
+    shared = steps[0][keys[2:]].merge(steps[1][keys[2:]], on=keys[2:])  # the same transition in both runs
+    counts = [_conformity_counts(s.merge(shared, on=keys[2:])) for s in steps]
+    measure = ["from_round", "to_round", "measure"]
+    both = counts[0].merge(counts[1], on=[*measure, "item_id"], how="outer", suffixes=("_f", "_c")).fillna(0)
     both = both.assign(_order=both["measure"].map(MEASURES.index)).sort_values(["from_round", "to_round", "_order"])
     rows = []
-    for values, at in both.groupby(keys, sort=False):
+    for values, at in both.groupby(measure, sort=False):
         at = at[(at["of_f"] > 0) | (at["of_c"] > 0)]
-        row = dict(zip(keys, values)) | {"items": len(at)}
+        row = dict(zip(measure, values)) | {"items": len(at)}
         for name, tag in (("fork", "_f"), ("control", "_c")):
             count, of = int(at["count" + tag].sum()), int(at["of" + tag].sum())
             row |= {f"{name}_count": count, f"{name}_of": of, f"{name}_rate": count / of if of else float("nan")}
@@ -204,26 +230,35 @@ def conformity_effect(child: Tables | Path | str, control: Tables | Path | str, 
     return pd.DataFrame(rows, columns=CONFORMITY_COLUMNS)
 
 
-def _conformity_counts(tables: Tables, fork_round: int) -> pd.DataFrame:
-    """Per round pair ending at or after `fork_round`, measure and item: how many agents did it
-    (`count`) of how many could (`of`)."""
-    steps = answer_transitions(tables.rounds)
-    steps = steps[steps["to_round"] >= fork_round]
-    scored = steps["was_correct"].notna() & steps["correct"].notna()
-    right_before = scored & steps["was_correct"].fillna(False).astype(bool)
-    right_after = steps["correct"].fillna(False).astype(bool)
-    parts = [steps.assign(measure=move, count=steps["move"] == move, of=True) for move in MOVES]
-    for position in ("minority", "majority"):
-        here = steps["position"] == position
-        parts += [steps.assign(measure=f"right_to_wrong_{position}", count=here & right_before & ~right_after,
-                               of=here & right_before),
-                  steps.assign(measure=f"wrong_to_right_{position}", count=here & scored & ~right_before & right_after,
-                               of=here & scored & ~right_before)]
-    long = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
-    if long.empty:
-        return pd.DataFrame(columns=["from_round", "to_round", "measure", "item_id", "count", "of"])
-    return long.astype({"count": int, "of": int}).groupby(["from_round", "to_round", "measure", "item_id"], sort=False,
-                                                           as_index=False)[["count", "of"]].sum()
+def _conformity_counts(steps: pd.DataFrame) -> pd.DataFrame:
+    """Per round pair, measure and item: how many agents did it (`count`) of how many could (`of`),
+    from `switch_rates` and `flips_by_position` by item."""
+    keys = ["from_round", "to_round", "measure", "item_id", "count", "of"]
+    if steps.empty:
+        return pd.DataFrame(columns=keys)
+    moves = switch_rates(steps, by=["item_id"]).rename(columns={"move": "measure", "transitions": "of"})
+    flips = flips_by_position(steps, by=["item_id"])
+    flips = flips[flips["position"].isin(["minority", "majority"])]
+    flips = flips.assign(measure=flips["flip"] + "_" + flips["position"]).rename(columns={"at_risk": "of"})
+    return pd.concat([moves[keys], flips[keys]], ignore_index=True)
+
+
+def _fork_round_and_agents(child: Tables, control: Tables, fork_round: int | None, agents: Sequence[str] | None,
+                           default_round: int | None = None) -> tuple[int, list[str]]:
+    """The fork round (given, else the child's run.json `at_round`, else `default_round`) and the agents
+    that count (given, else all but those the intervention speaks for)."""
+    parent = fork_parent(child) if fork_round is None or agents is None else None
+    if fork_round is None:
+        if parent and parent.get("at_round") is not None:
+            fork_round = int(parent["at_round"])
+        elif default_round is not None:
+            fork_round = default_round
+        else:
+            raise ValueError("the child run's run.json names no parent round: pass fork_round")
+    if agents is None:
+        changed = set(_named_agents((parent or {}).get("intervention") or {}))
+        agents = [a for a in pd.concat([child.rounds["agent"], control.rounds["agent"]]).unique() if a not in changed]
+    return fork_round, list(agents)
 
 
 def _followed(tables: Tables, pushed: Mapping, prior: dict, fork_round: int, agents: set) -> pd.DataFrame:

@@ -70,8 +70,9 @@ def test_the_page_quotes_the_committed_follow_counts():
             f"{gives[3]['control_answers']}:") in section
 
     first, then = ({r["round"]: r for r in correct["follow"]}[k] for k in (2, 3))
-    eligible, missing = first["agents"] + first["left_out"], correct["no_answer_before"]
-    assert (f"{eligible} over {first['items']} items were not right ({eligible - missing} wrong, {missing} missing)"
+    before = correct["before"]
+    assert (f"{before['not_pushed']} over {first['items']} items were not right "
+            f"({before['not_pushed'] - before['missing']} wrong, {before['missing']} missing)"
             in section.replace("one missing", "1 missing"))
     assert (f"of the {first['agents']} that answered in round 2 in both forks (one gave no answer beside the "
             f"stand-in), {first['fork_followed']} gave the correct answer with the stand-in and "
@@ -79,7 +80,14 @@ def test_the_page_quotes_the_committed_follow_counts():
             f"{then['fork_followed']} of {then['agents']} against {then['control_followed']} ({_interval(then)})"
             ) in section
     assert first["left_out"] == 1 and then["left_out"] == 0  # the one the page names
-    for rows in correct["follow_by_agent1"].values():
+    split = correct["follow_by_agent1"]
+    items, missing = split["not_right"][0]["items"], correct["agent1_missing"]
+    assert (f"where agent1 was not right in round 1 ({items} items: wrong on {items - missing}, no answer on "
+            f"{missing})") in section
+    right = {r["round"]: r for r in split["right"]}[3]
+    assert (right["high"] < 0 and right["only_fork"] == 0 and f"{right['only_control']} followed only in the "
+            f"control, none only with the stand-in: p = {right['p_exact']:.2f}") in section
+    for rows in split.values():
         first, then = ({r["round"]: r for r in rows}[k] for k in (2, 3))
         assert (f"{first['fork_followed']} of {first['agents']} followed in round 2 against "
                 f"{first['control_followed']} of {first['agents']} ({_interval(first)})") in section
@@ -87,10 +95,21 @@ def test_the_page_quotes_the_committed_follow_counts():
                 f"{then['agents']} in round 3 ({_interval(then)})") in section
 
     copying = {r["round"]: r for r in correct["copying"]}
+    for row in correct["follow"]:  # the followers whose copying is counted are follow_rate's
+        assert (copying[row["round"]]["fork_followed"], copying[row["round"]]["control_followed"]) == \
+            (row["fork_followed"], row["control_followed"])
     assert (f"{copying[2]['fork_copying']} of the {copying[2]['fork_followed']} round-2 followers with the stand-in "
             f"against {copying[2]['control_copying']} of the {copying[2]['control_followed']} in the control, and "
             f"{copying[3]['fork_copying']} of {copying[3]['fork_followed']} against {copying[3]['control_copying']} "
             f"of {copying[3]['control_followed']} in round 3") in section
+    early = correct["first_items"]
+    start, whole = early["follow"][0], correct["follow"][0]
+    assert (f"The first {early['items']} items had suggested more ({start['fork_followed']} followers against "
+            f"{start['control_followed']}, and the final majority right on "
+            f"{round(early['accuracy']['accuracy'] * early['items'])} of {early['items']} against "
+            f"{round(early['accuracy']['baseline_accuracy'] * early['items'])} of {early['items']}); the next "
+            f"{correct['items'] - early['items']} added {whole['fork_followed'] - start['fork_followed']} followers "
+            f"against {whole['control_followed'] - start['control_followed']}") in section
     others, own = summary["same_request"]
     assert others["same_request"] == others["pairs"] and own["same_request"] == own["pairs"]
     assert (f"of agent2's and agent3's {others['pairs']} such calls, {others['same_text']} came back with the same "
@@ -110,3 +129,4 @@ def test_the_page_quotes_the_committed_conformity_effect():
                    if (r["to_round"], r["measure"]) == (3, measure))
         at = section.index(f"{row['fork_rate']:.2f} against {row['control_rate']:.2f}", at)  # in this order
         assert f"({_interval(row)})" in section[at:at + 80]
+        assert row["low"] <= 0 <= row["high"]  # "neither change measurably moved" them

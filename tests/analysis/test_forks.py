@@ -64,6 +64,10 @@ def test_the_follow_rate_counts_the_other_agents_that_take_the_pushed_answer():
     assert table.loc[2, "difference"] == pytest.approx(0.5) and table.loc[3, "difference"] == pytest.approx(4 / 7)
     assert table.loc[2, "fork_low"] < 0.5 < table.loc[2, "fork_high"] and table.loc[2, "control_low"] == 0
     assert table.loc[2, "low"] <= 0.5 <= table.loc[2, "high"]
+    # paired agents that followed in one run only: round 2, three in the fork; round 3, five follow in the fork,
+    # one of them (a3 on q0) in the parent too; exact McNemar on them (two-sided binomial: 2 * 0.5**3)
+    assert table.loc[2, ["only_fork", "only_control", "p_exact"]].tolist() == [3, 0, 0.25]
+    assert table.loc[3, ["only_fork", "only_control"]].tolist() == [4, 0]
 
 
 def test_the_fork_round_and_the_planted_agent_come_from_the_forks_run_json(tmp_path):
@@ -100,19 +104,23 @@ def test_the_conformity_effect_counts_moves_and_flips_in_both_runs_by_hand():
     first = table[table["to_round"] == 2].set_index("measure")
     assert list(first.index) == MEASURES
     # fork 1->2: q0 all three leave 10 for 99, q1 a1 a2 leave (a3 keeps), q2 a1 leaves, a2 keeps (a3 has no
-    # answer: no transition), q3 a1 leaves the majority's 13, a2 keeps 99, a3 keeps 13: 4 kept of 11; the
-    # parent keeps all 12
+    # answer: no transition, in either run), q3 a1 leaves the majority's 13, a2 keeps 99, a3 keeps 13: 4 kept
+    # of 11; the parent keeps all 11
     assert first.loc["keep", ["items", "fork_count", "fork_of", "control_count", "control_of"]].tolist() == \
-        [4, 4, 11, 12, 12]
+        [4, 4, 11, 11, 11]
     assert first.loc["away", ["fork_count", "fork_of"]].tolist() == [7, 11]
     assert first.loc["to_majority", "fork_count"] == 0
     assert first.loc["keep", "difference"] == pytest.approx(4 / 11 - 1)
-    # right in the majority: q0 3, q1 3, q2 2 (3 in the parent), q3 a1 a3; wrong in round 2: q0 3, q1 2, q2 1, q3 1
+    assert first.loc["keep", "low"] <= 4 / 11 - 1 <= first.loc["keep", "high"] < 0
+    # right in the majority: q0 3, q1 3, q2 2, q3 a1 a3; wrong in round 2: q0 3, q1 2, q2 1, q3 1
     assert first.loc["right_to_wrong_majority", ["fork_count", "fork_of", "control_count", "control_of"]].tolist() \
-        == [7, 10, 0, 11]
+        == [7, 10, 0, 10]
     assert first.loc["wrong_to_right_minority", ["fork_count", "fork_of", "control_count", "control_of"]].tolist() \
         == [0, 1, 0, 1]  # q3's a2, wrong with 99 in the minority, stays wrong
     assert first.loc["right_to_wrong_minority", "fork_of"] == 0
     assert pd.isna(first.loc["right_to_wrong_minority", "difference"])  # nobody to count: no rate, no difference
     later = analysis.conformity_effect(hand_tables("fork", FORK), hand_tables("parent", PARENT), fork_round=3)
     assert set(later["to_round"]) == {3}
+    only_others = analysis.conformity_effect(hand_tables("fork", FORK), hand_tables("parent", PARENT), fork_round=2,
+                                             agents=["a2", "a3"]).set_index(["to_round", "measure"])
+    assert only_others.loc[(2, "keep"), ["fork_count", "fork_of"]].tolist() == [4, 7]  # a1's four moves left out

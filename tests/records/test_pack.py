@@ -94,6 +94,10 @@ def test_packing_says_which_lines_no_reader_reads_and_keeps_the_garbled_one(fini
     with open(out / "events.jsonl", "a") as f:  # a resume appends; the garbled line was counted already
         f.write(lines[0])
     assert RunFolder(out).pack()[2:] == (0, 0)
+    packed = (out / "events.jsonl.gz").read_bytes()
+    (out / "events.jsonl").write_text("".join(garbled[:-1]))  # a pack stopped before removing the plain file
+    assert RunFolder(out).pack()[2:] == (0, 0)  # its lines, the garbled one too, are packed already: no count
+    assert (out / "events.jsonl.gz").read_bytes() == packed and not (out / "events.jsonl").exists()
 
 
 def test_pruning_drops_unfinished_debates_from_the_packed_file_too(finished):

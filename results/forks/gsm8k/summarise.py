@@ -42,7 +42,7 @@ def main() -> dict:
 def summarise() -> dict:
     """Each fork on the items it has run; each intervention fork against the control on the items both have."""
     sys.path.insert(0, str(ROOT))
-    from debatekit.analysis import conformity_summary, fork_effect, load_runs
+    from debatekit.analysis import conformity_summary, follow_rate, followers, fork_effect, load_runs
     from debatekit.records.schemas import ANSWERED
     from debatekit.records.trace import RunFolder
     from debatekit.sweep.forks import wrong_answer
@@ -63,76 +63,78 @@ def summarise() -> dict:
     for name, push in FORKS.items():
         both = ran[name] & ran[CONTROL]
         fork, control = runs[name].only(both), runs[CONTROL].only(both)
-        pushed = wrong if push == "wrong" else "truth"
-        effect = fork_effect(fork, control, pushed=pushed)
         target = wrong if push == "wrong" else dict(zip(control.debates["item_id"], control.debates["truth"]))
+        effect = fork_effect(fork, control, pushed=target)
         summary["against_control"][name] = {"pushed": push, "items": len(both),
                                             "accuracy": _records(effect.accuracy)[0],
                                             "follow": _records(effect.follow),
                                             "conformity": _records(effect.conformity),
-                                            "agent1": _gives(fork, control, wrong if push == "wrong" else None),
-                                            "no_answer_before": _no_answer_before(control, target),
+                                            "agent1": _gives(fork, control, target),
+                                            "before": _before(control, target),
                                             "copying": _copying(fork, control, target)}
         if push == "truth":  # in the control, agent1's own round-1 reply may already give the correct answer
-            right = _agent1_first(control, target)
+            right, missing = _agent1_first(control, target)
             summary["against_control"][name]["follow_by_agent1"] = {
-                key: _records(fork_effect(fork, control, pushed={i: target[i] for i in both if (i in right) == is_right}
-                                          ).follow)
+                key: _records(follow_rate(fork, control, {i: target[i] for i in both if (i in right) == is_right}))
                 for key, is_right in (("right", True), ("not_right", False))}
+            counted = set(followers(fork, control, target)["item_id"])  # the items with an agent to follow
+            summary["against_control"][name]["agent1_missing"] = len(counted & missing)
+            first = sorted(both)[:FIRST]  # the estimate from the first items, before the fork went on
+            summary["against_control"][name]["first_items"] = {
+                "items": len(first), "follow": _records(follow_rate(fork.only(first), control.only(first), target)),
+                "accuracy": _records(fork_effect(fork.only(first), control.only(first)).accuracy)[0]}
     summary["same_request"] = _same_request(runs)
     return json.loads(json.dumps(summary, default=_plain))
 
 
 OTHERS = ("agent2", "agent3")
 """The agents whose following is counted: agent1 is the one each intervention speaks for."""
+FIRST = 10
+"""The items a fork was first run on, to estimate its cost and effect."""
 
 
-def _agent1_first(control, truth: dict) -> set:
-    """The items whose agent1 gave the correct answer in round 1 (history every fork shares)."""
+def _agent1_first(control, truth: dict) -> tuple[set, set]:
+    """The items whose agent1 gave the correct answer in round 1 (history every fork shares), and those
+    where it gave none."""
+    from debatekit.analysis.conformity import no_answer
     from debatekit.datasets.voting import answers_equal
 
     first = control.rounds[(control.rounds["round"] == 1) & (control.rounds["agent"] == "agent1")]
-    return {i for i, a in zip(first["item_id"], first["answer"]) if a is not None and answers_equal(a, truth[i])}
+    said = dict(zip(first["item_id"], first["answer"]))
+    return ({i for i, a in said.items() if not no_answer(a) and answers_equal(a, truth[i])},
+            {i for i, a in said.items() if no_answer(a)})
 
 
-def _no_answer_before(control, target: dict) -> int:
-    """How many of agent2's and agent3's round-1 answers are missing: `follow_rate` counts them as not
-    yet giving the pushed answer."""
+def _before(control, target: dict) -> dict:
+    """Agent2's and agent3's round-1 answers that were not the pushed one (those `follow_rate` counts),
+    and how many of them are missing."""
+    from debatekit.analysis.conformity import no_answer
+    from debatekit.datasets.voting import answers_equal
+
     first = control.rounds[(control.rounds["round"] == 1) & control.rounds["agent"].isin(OTHERS)]
-    return int(sum(a is None for i, a in zip(first["item_id"], first["answer"]) if i in target))
+    other = [a for i, a in zip(first["item_id"], first["answer"]) if no_answer(a) or not answers_equal(a, target[i])]
+    return {"not_pushed": len(other), "missing": sum(no_answer(a) for a in other)}
 
 
 def _copying(fork, control, target: dict) -> list[dict]:
-    """Per round from 2, in the fork and in the control: agent2's and agent3's replies that give the
-    pushed answer where their round-1 answer was another, among the agents that answered in both
-    forks (the followers `follow_rate` counts), and how many of them read it from a line copied from a
-    reply they were shown (`copied_answer`): in the correct-answer fork, the stand-in's sentence and
-    `Answer:` line; in the control, agent1's own."""
-    from debatekit.datasets.voting import answers_equal
+    """Per round from 2, in the fork and in the control: the followers `follow_rate` counts, and how many
+    of them read the pushed answer from a line copied from a message they were shown (`copied_answer`:
+    in the correct-answer fork mostly the stand-in's sentence and `Answer:` line; elsewhere another
+    agent's reply)."""
+    from debatekit.analysis import followers
     from debatekit.protocols.shared.extract import copied_answer
 
-    def replies(tables, r: int) -> dict:
-        """(item, agent) -> (answer, copied) of each eligible agent's answered round-r call."""
-        rounds = tables.rounds
-        first = {(i, a): x for i, a, x in rounds[rounds["round"] == 1][["item_id", "agent", "answer"]]
-                 .itertuples(index=False)}
-        calls = tables.turns[(tables.turns["round"] == r) & tables.turns["agent"].isin(OTHERS)
-                             & tables.turns["debate_id"].isin(tables.debates["debate_id"])]
-        return {(i, a): (output["answer"], copied_answer(text or "", messages or []) is not None)
-                for i, a, output, text, messages in calls[["item_id", "agent", "output", "text", "messages"]]
-                .itertuples(index=False)
-                if not (first.get((i, a)) is not None and answers_equal(first[i, a], target[i]))
-                and isinstance(output, dict) and output.get("answer") is not None}
-
+    said = followers(fork, control, target).dropna(subset=["fork", "control"])
     rows = []
     for r in (2, 3):
-        sides = {"fork": replies(fork, r), "control": replies(control, r)}
-        both = sides["fork"].keys() & sides["control"].keys()
         row: dict = {"round": r}
-        for side, said in sides.items():
-            followers = [copied for key, (answer, copied) in said.items()
-                         if key in both and answers_equal(answer, target[key[0]])]
-            row |= {f"{side}_followed": len(followers), f"{side}_copying": sum(followers)}
+        for side, tables in (("fork", fork), ("control", control)):
+            who = said[(said["round"] == r) & (said[side] == 1)][["item_id", "agent", "round"]]
+            calls = tables.turns[tables.turns["debate_id"].isin(tables.debates["debate_id"])]
+            calls = calls.merge(who, on=["item_id", "agent", "round"])
+            row |= {f"{side}_followed": len(who),
+                    f"{side}_copying": sum(copied_answer(text or "", messages or []) is not None
+                                           for text, messages in zip(calls["text"], calls["messages"]))}
         rows.append(row)
     return rows
 
@@ -163,20 +165,18 @@ def _same_request(runs: dict) -> list[dict]:
     return rows
 
 
-def _gives(fork, control, wrong: dict | None) -> list[dict]:
+def _gives(fork, control, target: dict) -> list[dict]:
     """Per round from 2: how often agent1 itself gives the pushed answer, in the fork and the control:
     the adversary's compliance; with the replaced reply, agent1's own accuracy (it read its own reply)."""
+    from debatekit.analysis.conformity import no_answer
     from debatekit.datasets.voting import answers_equal
 
-    targets = {side: wrong if wrong is not None else dict(zip(t.debates["item_id"], t.debates["truth"]))
-               for side, t in (("fork", fork), ("control", control))}
     rows = []
     for r in (2, 3):
         row = {"round": r}
         for side, tables in (("fork", fork), ("control", control)):
             said = tables.rounds[(tables.rounds["agent"] == "agent1") & (tables.rounds["round"] == r)]
-            hits = [answers_equal(a, targets[side][i]) for i, a in zip(said["item_id"], said["answer"])
-                    if a is not None]
+            hits = [answers_equal(a, target[i]) for i, a in zip(said["item_id"], said["answer"]) if not no_answer(a)]
             row |= {f"{side}_gives": int(sum(hits)), f"{side}_answers": len(hits)}
         rows.append(row)
     return rows
@@ -198,9 +198,10 @@ def _figure(summary: dict, pd) -> None:
     from plotly.subplots import make_subplots
 
     adversary, correct = (summary["against_control"][n] for n in FORKS)
+    split = correct["follow_by_agent1"]
     panels = [("the adversary's wrong answer<br>(round 2: not yet read)", adversary["follow"]),
-              ("the correct answer shown,<br>agent1 was wrong in round 1", correct["follow_by_agent1"]["not_right"]),
-              ("the correct answer shown,<br>agent1 was right in round 1", correct["follow_by_agent1"]["right"])]
+              ("the correct answer shown,<br>agent1 was not right in round 1", split["not_right"]),
+              ("the correct answer shown,<br>agent1 was right in round 1", split["right"])]
     fig = make_subplots(rows=1, cols=len(panels), shared_yaxes=True,
                         subplot_titles=[f"{title}:<br>{rows[0]['agents']} agents on {rows[0]['items']} items"
                                         for title, rows in panels])
