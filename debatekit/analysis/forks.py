@@ -210,11 +210,11 @@ def conformity_effect(child: Tables | Path | str, control: Tables | Path | str, 
     """
     child, control = _tables(child), _tables(control)
     fork_round, agents = _fork_round_and_agents(child, control, fork_round, agents, default_round=2)
-    keys = ["run_id", "debate_id", "item_id", "seed", "agent", "to_round"]
+    keys = ["item_id", "seed", "agent", "to_round"]
     steps = [answer_transitions(_answers(t)) for t in (child, control)]
     steps = [s[(s["to_round"] >= fork_round) & s["agent"].isin(agents)] for s in steps]
-    shared = steps[0][keys[2:]].merge(steps[1][keys[2:]], on=keys[2:])  # the same transition in both runs
-    counts = [_conformity_counts(s.merge(shared, on=keys[2:])) for s in steps]
+    shared = steps[0][keys].merge(steps[1][keys], on=keys)  # the same transition in both runs
+    counts = [_conformity_counts(s.merge(shared, on=keys)) for s in steps]
     measure = ["from_round", "to_round", "measure"]
     both = counts[0].merge(counts[1], on=[*measure, "item_id"], how="outer", suffixes=("_f", "_c")).fillna(0)
     both = both.assign(_order=both["measure"].map(MEASURES.index)).sort_values(["from_round", "to_round", "_order"])
