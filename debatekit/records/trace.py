@@ -159,7 +159,12 @@ def _event_lines(folder: Path, errors: str = "surrogateescape") -> Iterator[str]
     for line in _lines_of(files[0], errors):
         packed.add(line)
         yield line
-    yield from (line for line in _lines_of(files[1], errors) if line not in packed)
+    yield from _not_packed(files[1], packed, errors)
+
+
+def _not_packed(plain: Path, packed: set[str], errors: str = "surrogateescape") -> Iterator[str]:
+    """The lines of the plain events file that the packed file does not hold already."""
+    return (line for line in _lines_of(plain, errors) if line not in packed)
 
 
 class RunFolder:
@@ -358,8 +363,7 @@ class RunFolder:
             before = sum(path.stat().st_size for path in _event_files(self.path))
             packed_file = self.path / PACKED_EVENTS_FILE
             packed = list(_lines_of(packed_file)) if packed_file.exists() else []
-            held = set(packed)  # a pack stopped before removing the plain file left these in both
-            plain = [line for line in _lines_of(self.path / EVENTS_FILE) if line not in held]
+            plain = list(_not_packed(self.path / EVENTS_FILE, set(packed)))  # a stopped pack left some in both
             new = [line for line in plain if line.endswith("\n")]
             unread = len(new) - sum(1 for _ in parsed(new))  # those packed before were counted then
             replace_file(packed_file, [*packed, *new])
