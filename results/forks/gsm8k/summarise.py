@@ -42,7 +42,7 @@ def main() -> dict:
 def summarise() -> dict:
     """Each fork on the items it has run; each intervention fork against the control on the items both have."""
     sys.path.insert(0, str(ROOT))
-    from debatekit.analysis import conformity_summary, follow_rate, followers, fork_effect, load_runs
+    from debatekit.analysis import conformity_summary, follow_rate, followers, fork_accuracy, fork_effect, load_runs
     from debatekit.records.schemas import ANSWERED
     from debatekit.records.trace import RunFolder
     from debatekit.sweep.forks import wrong_answer
@@ -59,30 +59,31 @@ def summarise() -> dict:
                                  "accuracy": float(d["correct"].astype(bool).mean()),
                                  "conformity": _records(conformity_summary(tables.rounds, by=()))}
     parent_tables = load_runs([PARENT]).only(ran[CONTROL])
-    summary["identity_vs_parent"] = _records(fork_effect(runs[CONTROL], parent_tables).accuracy)[0]
+    summary["identity_vs_parent"] = _records(fork_accuracy(runs[CONTROL], parent_tables))[0]
     for name, push in FORKS.items():
         both = ran[name] & ran[CONTROL]
         fork, control = runs[name].only(both), runs[CONTROL].only(both)
         target = wrong if push == "wrong" else dict(zip(control.debates["item_id"], control.debates["truth"]))
         effect = fork_effect(fork, control, pushed=target)
+        said = followers(fork, control, target)  # the agents follow_rate counts, one row each
         summary["against_control"][name] = {"pushed": push, "items": len(both),
                                             "accuracy": _records(effect.accuracy)[0],
                                             "follow": _records(effect.follow),
                                             "conformity": _records(effect.conformity),
                                             "agent1": _gives(fork, control, target),
                                             "before": _before(control, target),
-                                            "copying": _copying(fork, control, target)}
+                                            "copying": _copying(fork, control, said)}
         if push == "truth":  # in the control, agent1's own round-1 reply may already give the correct answer
             right, missing = _agent1_first(control, target)
             summary["against_control"][name]["follow_by_agent1"] = {
                 key: _records(follow_rate(fork, control, {i: target[i] for i in both if (i in right) == is_right}))
                 for key, is_right in (("right", True), ("not_right", False))}
-            counted = set(followers(fork, control, target)["item_id"])  # the items with an agent to follow
+            counted = set(said["item_id"])  # the items with an agent to follow
             summary["against_control"][name]["agent1_missing"] = len(counted & missing)
             first = sorted(both)[:FIRST]  # the estimate from the first items, before the fork went on
             summary["against_control"][name]["first_items"] = {
                 "items": len(first), "follow": _records(follow_rate(fork.only(first), control.only(first), target)),
-                "accuracy": _records(fork_effect(fork.only(first), control.only(first)).accuracy)[0]}
+                "accuracy": _records(fork_accuracy(fork.only(first), control.only(first)))[0]}
     summary["same_request"] = _same_request(runs)
     return json.loads(json.dumps(summary, default=_plain))
 
@@ -116,25 +117,25 @@ def _before(control, target: dict) -> dict:
     return {"not_pushed": len(other), "missing": sum(no_answer(a) for a in other)}
 
 
-def _copying(fork, control, target: dict) -> list[dict]:
+def _copying(fork, control, said) -> list[dict]:
     """Per round from 2, in the fork and in the control: the followers `follow_rate` counts, and how many
     of them read the pushed answer from a line copied from a message they were shown (`copied_answer`:
     in the correct-answer fork mostly the stand-in's sentence and `Answer:` line; elsewhere another
     agent's reply)."""
-    from debatekit.analysis import followers
     from debatekit.protocols.shared.extract import copied_answer
 
-    said = followers(fork, control, target).dropna(subset=["fork", "control"])
+    said = said.dropna(subset=["fork", "control"])  # `followers`: answered in both forks
+    calls = {side: tables.turns[tables.turns["debate_id"].isin(tables.debates["debate_id"])]
+             for side, tables in (("fork", fork), ("control", control))}
     rows = []
     for r in (2, 3):
         row: dict = {"round": r}
-        for side, tables in (("fork", fork), ("control", control)):
+        for side, turns in calls.items():
             who = said[(said["round"] == r) & (said[side] == 1)][["item_id", "agent", "round"]]
-            calls = tables.turns[tables.turns["debate_id"].isin(tables.debates["debate_id"])]
-            calls = calls.merge(who, on=["item_id", "agent", "round"])
+            theirs = turns.merge(who, on=["item_id", "agent", "round"])
             row |= {f"{side}_followed": len(who),
                     f"{side}_copying": sum(copied_answer(text or "", messages or []) is not None
-                                           for text, messages in zip(calls["text"], calls["messages"]))}
+                                           for text, messages in zip(theirs["text"], theirs["messages"]))}
         rows.append(row)
     return rows
 
