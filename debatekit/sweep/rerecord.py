@@ -37,6 +37,7 @@ from debatekit.records.storage import write_json_atomic
 from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, LOCK_FILE, RUN_FILE, RunFolder, RunFolderError,
                                      git_commit, now)
 from debatekit.runner import connection_options, run
+from debatekit.sweep.forks.forking import as_forked
 from debatekit.sweep.rescore import READING
 
 COMPARED = ("final_answer", "score", "correct", "stop_reason", "converged", "needs_human_review", "rounds")
@@ -134,7 +135,8 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
     try:
         try:
             again = run(config, scratch / "run", gateway=gateway, progress=False,
-                        only={(d.item_id, seed_of[d.debate_id]) for d in old})
+                        only={(d.item_id, seed_of[d.debate_id]) for d in old},
+                        intervention=as_forked(folder, record))
         except DatasetError as exc:
             raise RunFolderError(f"cannot run {folder.path} again: {exc}") from exc
         result.asked = gateway.live or gateway.missing

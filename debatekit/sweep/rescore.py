@@ -9,6 +9,9 @@ replies are read by today's answer readers and the protocol decides again, so a 
 before a reader was mended gets the answers that reader gives now; a run whose readings did not
 change comes out the same, answer for answer (the replay check of a study).
 
+A fork (`debatekit.sweep.forks`) is run again with its intervention, fork round and resampled seeds
+(`as_forked`), so that its own recorded calls play back; its parent run must be where its run.json says.
+
 A debate is played back whole or not at all. If its protocol asks for a reply that was never
 recorded (it showed an agent a reading that has since changed, or took another path), leaves a
 recorded call unasked, or reads a reply in fewer or more attempts than the run did (a reply that
@@ -42,6 +45,7 @@ from debatekit.models.recorded import NOT_RECORDED, READ_FAULTS, Recorded, place
 from debatekit.records.schemas import DebateRecord, RunRecord, cut_offs
 from debatekit.records.trace import RunFolder, RunFolderError, git_commit, item_folder_name, now
 from debatekit.runner import run
+from debatekit.sweep.forks.forking import as_forked
 
 READING = ("output", "parse_failures", "faults", "error", "error_kind", "cut_off", "echo")
 """What a call event says about how its reply was read; the rest is the work of the call (its
@@ -125,7 +129,8 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
     with tempfile.TemporaryDirectory(prefix="debatekit-rescore-") as tmp:
         try:
             again = run(config, Path(tmp) / "run", gateway=gateway, progress=False,
-                        only={(d.item_id, seed_of[d.debate_id]) for d in old})
+                        only={(d.item_id, seed_of[d.debate_id]) for d in old},
+                        intervention=as_forked(folder, record))
         except DatasetError as exc:
             raise RunFolderError(f"cannot rescore {folder.path}: {exc}") from exc
         if again.record.dataset.sha256 != record.dataset.sha256:

@@ -630,3 +630,35 @@ def test_a_parent_recorded_with_a_relative_dataset_path_is_forked_from_elsewhere
     with pytest.raises(ForkError, match="changed since the run"):
         fork(tmp_path / "parent", at_round=2, out=tmp_path / "other", cache=False, progress=False,
              dataset="../data/other.jsonl")
+
+
+@pytest.mark.parametrize("change", ["wrong", "file"])
+def test_a_fork_plays_back_from_its_own_record_with_its_change_and_resampled_seeds(parent, tmp_path, change):
+    """rescore and rerecord run a fork's debates again as the fork ran them: the intervention made again
+    from run.json (built in, or from the user's file), the parent's wrong answers, the resampled seeds."""
+    from debatekit.sweep.rerecord import rerecord
+    from debatekit.sweep.rescore import rescore
+
+    out = tmp_path / "fork"
+    if change == "file":
+        (tmp_path / "mine.py").write_text(USER_FILE.replace('"doubt"', '"doubt_more"'))  # a name of its own
+        made = make(f"{tmp_path / 'mine.py'}:doubt_more", {"agent": "agent1"})  # in this test process
+    else:
+        made = replace("agent1", by="wrong")
+    fork(parent, at_round=2, out=out, intervention=made, cache=False, progress=False, resample=1)
+    forked = len(asked())
+    result = rescore(out)
+    assert (result.debates, result.kept, result.changed, result.readings) == (3, [], [], [])
+    assert result.calls == 9 + 6 + 6  # round 1 of each item, rounds 2 and 3 of the two that had not agreed
+    check = rerecord(out, ask_model=False)
+    assert not check.stale and not check.asked
+    assert len(asked()) == forked  # neither asked the model
+
+
+def test_a_fork_whose_parent_has_moved_is_not_played_back_and_says_where_it_looked(parent, tmp_path, capsys):
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=replace("agent1", by="wrong"), cache=False, progress=False)
+    parent.rename(tmp_path / "elsewhere")
+    assert main(["rescore", str(out)]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "forks the run in ../parent, which is not there" in err

@@ -30,7 +30,7 @@ from debatekit.models.recorded import Forked, NotRecordedError
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
 from debatekit.runner import RunResult, run
-from debatekit.sweep.forks.interventions import Applied, Intervention
+from debatekit.sweep.forks.interventions import Applied, Intervention, InterventionError, make
 
 
 class ForkError(RunFolderError):
@@ -132,6 +132,41 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
                    intervention=Applied(intervention, at_round, model, plans, resample))
     except NotRecordedError as exc:  # the run stopped there, that debate unrecorded
         raise ForkError(_unrecorded(exc, debates, seed_of, at_round, folder.path, out)) from exc
+
+
+def as_forked(folder: RunFolder, record: RunRecord) -> Applied | None:
+    """What the fork recorded in `folder` changed, made again so that its own calls play back
+    (`debatekit rescore`, `rerecord`): its intervention, fork round, model and resample, with the
+    parent's records and wrong answers; None for a run that forks nothing.
+
+    Raises:
+        ForkError: the parent run is not where the fork's run.json says (or is another run), or its
+            intervention cannot be made again (a plugin not installed, a file moved).
+    """
+    link = record.parent
+    if link is None:
+        return None
+    home = (folder.path / link.run).resolve()
+    if not (home / "run.json").is_file():
+        raise ForkError(f"{folder.path} forks the run in {link.run}, which is not there from {folder.path} (a fork "
+                        "plays back with its parent's records and wrong answers)")
+    parent, debates = _parent_run(RunFolder(home))
+    if parent.run_id != link.run_id:
+        raise ForkError(f"{home} holds run {parent.run_id}, not the parent {link.run_id} that {folder.path} forks")
+    intervention = None
+    if link.intervention is not None:
+        name, source = link.intervention["name"], link.intervention.get("source") or {}
+        try:
+            intervention = make(f"{source['path']}:{name}" if source.get("kind") == "file" else name,
+                                link.intervention.get("params"))
+        except InterventionError as exc:
+            raise ForkError(f"cannot make the intervention of {folder.path} again: {exc}") from exc
+    config = record.config
+    items, _ = datasets.load(config.dataset, registry.get(config.protocol).item_model, config.limit)
+    chosen = {str(item.id) for item in items}
+    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
+    plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
+    return Applied(intervention, link.at_round, link.model, plans, link.resample)
 
 
 def parent_path(parent: Path, out: Path) -> str:
