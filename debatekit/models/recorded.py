@@ -21,7 +21,8 @@ then costs no model call; and `lost_as_last`, which answers a call repaired befo
 recorded with the reply it ended with (its first reply is lost), so that such a run stays a
 recording of what its model said rather than needing the model again. The gateway keeps count
 of what it did: `missing` (asked, not recorded), `live` (asked of the fallback), `unreadable` and
-`unasked()` (recorded, not asked).
+`unasked()` (recorded, not asked). `as_read_before` plays the rounds before a fork's fork round back
+as the run read them, never asking the fallback for them: they are its parent's.
 
 `Forked` serves a fork of a run (`debatekit.sweep.forks`): the rounds before the fork round are
 played back as above, whatever the response cache holds, but each reply as the run read it (`as_read`:
@@ -142,11 +143,14 @@ class Recorded(Gateway):
 
     def __init__(self, events: Iterable[dict], seeds: dict[str, int | None] | None = None, default_seed: int = 0,
                  *, fallback: Gateway | None = None, unread_fails: bool = False, lost_as_last: bool = False,
-                 as_read: bool = False, stops_run: bool = False):
+                 as_read: bool = False, stops_run: bool = False, as_read_before: int | None = None):
         super().__init__(cache=None, max_retries=0)
         seeds = seeds or {}
         self.as_read = as_read
         """Whether each reply is played back as the run read it (`READ_AS`), not read again by today's code."""
+        self.as_read_before = as_read_before
+        """The rounds before this one are played back as the run read them, and never asked of `fallback`:
+        a fork's rounds before its fork round, which are its parent's to the letter."""
         self.fallback, self.unread_fails, self.lost_as_last = fallback, unread_fails, lost_as_last
         self.stops_run = stops_run
         """Whether a call with no recorded reply stops the run (`NotRecordedError`) instead of failing."""
@@ -167,25 +171,30 @@ class Recorded(Gateway):
             seed = seeds.get(event.get("debate_id"))
             where = (event.get("item_id"), default_seed if seed is None else seed, event.get("agent"),
                      event.get("phase"), event.get("round"))
+            as_read = self._as_read(event.get("round"))
             tries = attempts(event, as_read)
             if "messages" not in event:  # recorded before events kept their messages: found by the prompt's hash
                 first = (*where, f"{PROMPT_ONLY}{event.get('prompt_hash')}")
                 if tries and len(tries) == 1:
                     self.replies[first].append(tries[0][1])
                 else:  # its repairs' prompts cannot be told: only the model can answer it again
-                    self._lose(first, event)
+                    self._lose(first, event, as_read)
                 continue
             if not tries:
-                self._lose(place(*where, event.get("messages") or []), event)
+                self._lose(place(*where, event.get("messages") or []), event, as_read)
             elif event.get("error_kind") == "parse" and "repairs" in event and not event["repairs"]:
                 self.left_unread.add(place(*where, tries[0][0]))  # recorded as unreadable, and not sent back
             for messages, reply in tries:
                 self.replies[place(*where, messages)].append(reply)
         self.recorded = Counter({key: len(found) for key, found in self.replies.items()})
 
-    def _lose(self, asked: tuple, event: dict) -> None:
+    def _as_read(self, round: int | None) -> bool:
+        """Whether a reply of `round` is played back as the run read it."""
+        return self.as_read or (self.as_read_before is not None and round is not None and round < self.as_read_before)
+
+    def _lose(self, asked: tuple, event: dict, as_read: bool) -> None:
         """A call repaired before repairs were recorded: only the reply it ended with is known."""
-        self.lost[asked] = last_reply(event, self.as_read)
+        self.lost[asked] = last_reply(event, as_read)
         if event.get("error_kind") == "parse":  # it ended unread in the run too
             self.left_unread.add(asked)
 
@@ -228,7 +237,7 @@ class Recorded(Gateway):
                         raise NotRecordedError(asked[:5], "the run read its reply after a repair that is not "
                                                           "recorded as asked here")
                 return None
-            if self.fallback is not None:
+            if self.fallback is not None and not self._as_read(caller.round):
                 call["live"] = True
                 self.live.append(asked[:5])
                 return await self.fallback._fetch(model, messages, params, fmt, timeout, done, caller)

@@ -14,7 +14,10 @@ sent back for repair: a new reading costs no model call).
 Recording again (`ask_model=True`, `debatekit rerecord FOLDER`) asks the run's model only the
 prompts with no recorded reply, and the repairs of their replies; every other call is played back.
 The folder is then replaced whole by the new run (its config unchanged), so the next check passes.
-A fresh recording is left untouched.
+A fresh recording is left untouched. A fork (`debatekit.sweep.forks`) is run again with its
+intervention (`as_forked`); its rounds before the fork round are its parent's, played back as the
+parent read them and never asked of the model: where today's protocol asks them otherwise, recording
+the fork again fails, naming the first such call (record the parent again, then fork it again).
 """
 
 from __future__ import annotations
@@ -128,15 +131,18 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
                            model_options=config.model_options)
         if options := connection_options(config):
             fallback.add_options(record.model, options)
+    forked = as_forked(folder, record)  # a fork: its rounds before the fork round are its parent's, as read
+    if forked is not None and ask_model:  # checked first, with no model: they are never asked of it
+        _before_fork(folder, _rerecord(folder, ask_model=False).asked, forked.at_round)
     gateway = Recorded(events, seed_of, default_seed=config.seed, fallback=fallback, unread_fails=True,
-                       lost_as_last=True)
+                       lost_as_last=True, as_read_before=forked.at_round if forked else None)
     result = Rerecord(folder.path, debates=len(old), calls=len(events))
     scratch = Path(tempfile.mkdtemp(prefix=".rerecord-", dir=folder.path.parent))
     try:
         try:
             again = run(config, scratch / "run", gateway=gateway, progress=False,
                         only={(d.item_id, seed_of[d.debate_id]) for d in old},
-                        intervention=as_forked(folder, record))
+                        intervention=forked)
         except DatasetError as exc:
             raise RunFolderError(f"cannot run {folder.path} again: {exc}") from exc
         result.asked = gateway.live or gateway.missing
@@ -152,6 +158,17 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return result
+
+
+def _before_fork(folder: RunFolder, asked: list[tuple], at_round: int) -> None:
+    """Refuse to record a fork again where today's protocol asks a round before its fork round otherwise
+    than its parent recorded it (`asked`: where a call found no recorded reply)."""
+    early = [where for where in asked if where[4] is not None and where[4] < at_round]
+    if early:
+        item, _, agent, phase, round = early[0]
+        raise RunFolderError(f"{folder.path} is a fork, and today's protocol asks {len(early)} call(s) before its "
+                             f"fork round {at_round} that its parent did not record (first: {agent} {phase} round "
+                             f"{round}, item {item}); record the parent again, then fork it again")
 
 
 def _changed(old: list[DebateRecord], new: list[DebateRecord], seed_of: dict) -> list[str]:

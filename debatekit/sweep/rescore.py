@@ -11,6 +11,8 @@ change comes out the same, answer for answer (the replay check of a study).
 
 A fork (`debatekit.sweep.forks`) is run again with its intervention, fork round and resampled seeds
 (`as_forked`), so that its own recorded calls play back; its parent run must be where its run.json says.
+Its rounds before the fork round are its parent's and keep the parent's readings: only the rounds it
+asked of a model are read again.
 
 A debate is played back whole or not at all. If its protocol asks for a reply that was never
 recorded (it showed an agent a reading that has since changed, or took another path), leaves a
@@ -125,12 +127,14 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
     if not old:
         return result
     # a reply that reads today as it did not in the run fails as unreadable: a rescore asks for no repair
-    gateway = Recorded(events, seed_of, default_seed=config.seed, unread_fails=True)
+    forked = as_forked(folder, record)  # a fork: its rounds before the fork round are its parent's, as read
+    gateway = Recorded(events, seed_of, default_seed=config.seed, unread_fails=True,
+                       as_read_before=forked.at_round if forked else None)
     with tempfile.TemporaryDirectory(prefix="debatekit-rescore-") as tmp:
         try:
             again = run(config, Path(tmp) / "run", gateway=gateway, progress=False,
                         only={(d.item_id, seed_of[d.debate_id]) for d in old},
-                        intervention=as_forked(folder, record))
+                        intervention=forked)
         except DatasetError as exc:
             raise RunFolderError(f"cannot rescore {folder.path}: {exc}") from exc
         if again.record.dataset.sha256 != record.dataset.sha256:

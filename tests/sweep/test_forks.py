@@ -15,6 +15,7 @@ from debatekit.records.transcript import as_text, entries
 from debatekit.runner import run
 from debatekit.sweep.forks import (ForkError, Intervention, InterventionError, Shown, adversarial, anonymise, fork,
                                    hide, intervention, make, persona, reorder, replace, swap_model)
+from debatekit.sweep.forks import interventions
 from debatekit.sweep.forks.builtin import ADVERSARY, STAND_IN
 
 ROUND1 = {"q1": [10, 11, 11], "q2": [20, 20, 20], "q3": [31, 32, 33]}
@@ -647,6 +648,9 @@ def test_a_fork_plays_back_from_its_own_record_with_its_change_and_resampled_see
         made = replace("agent1", by="wrong")
     fork(parent, at_round=2, out=out, intervention=made, cache=False, progress=False, resample=1)
     forked = len(asked())
+    if change == "file":  # forgotten, as in a new process: the play-back imports the file again
+        interventions._registered.pop("doubt_more")
+        interventions._loaded.difference_update({k for k in interventions._loaded if "mine.py@" in k})
     result = rescore(out)
     assert (result.debates, result.kept, result.changed, result.readings) == (3, [], [], [])
     assert result.calls == 9 + 6 + 6  # round 1 of each item, rounds 2 and 3 of the two that had not agreed
@@ -662,3 +666,84 @@ def test_a_fork_whose_parent_has_moved_is_not_played_back_and_says_where_it_look
     assert main(["rescore", str(out)]) == 1
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "forks the run in ../parent, which is not there" in err
+
+
+def test_a_fork_plays_back_with_the_wrong_answers_it_was_made_with_though_its_parent_is_read_again(parent, tmp_path):
+    """The wrong answer comes from the fork's own round 1 (the parent's as the fork played it back): a parent
+    whose round-1 answers were read otherwise since (a `rescore --write` with a mended reader) changes none."""
+    from debatekit.sweep.rescore import rescore
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=replace("agent1", by="wrong"), cache=False, progress=False)
+    lines = [json.loads(line) for line in (parent / "debates.jsonl").read_text().splitlines()]
+    for d in lines:  # every wrong round-1 answer read as another number now: the parent's wrong answer moves
+        d["rounds"][0]["answers"] = {a: v + 100 if v != {"q1": 10, "q2": 20, "q3": 30}[d["item_id"]] else v
+                                     for a, v in d["rounds"][0]["answers"].items()}
+    (parent / "debates.jsonl").write_text("".join(json.dumps(d) + "\n" for d in lines))
+    result = rescore(out)
+    assert (result.kept, result.changed, result.readings) == ([], [], [])
+
+
+def test_a_forks_rounds_before_the_fork_round_keep_its_parents_readings(parent, tmp_path):
+    """Round 1 of a fork is its parent's, as the parent read it: a rescore reads again only what the fork asked."""
+    from debatekit.sweep.rescore import rescore
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, cache=False, progress=False, resample=1)
+
+    def read_otherwise(e):  # the parent's reader, at the time, read 12 where today's reads 11
+        if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1):
+            e = e | {"output": e["output"] | {"answer": 12}}
+        return e
+
+    _rewrite_events(out, read_otherwise)
+    result = rescore(out, write=True)
+    assert (result.kept, result.readings) == ([], [])
+    played = next(e for e in events(out) if (e["item_id"], e["agent"], e["round"]) == ("q1", "agent2", 1))
+    assert played["output"]["answer"] == 12
+
+
+def test_recording_a_fork_again_never_asks_the_model_for_a_round_before_the_fork_round(parent, tmp_path):
+    from debatekit.records.trace import RunFolderError
+    from debatekit.sweep.rerecord import rerecord
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, cache=False, progress=False)
+    _rewrite_events(out, lambda e: None if (e["item_id"], e["agent"], e["round"]) == ("q3", "agent1", 1) else e)
+    forked = len(asked())
+    assert rerecord(out, ask_model=False).stale
+    with pytest.raises(RunFolderError, match=r"asks 1 call\(s\) before its fork round 2 that its parent did not "
+                                             r"record \(first: agent1 answer round 1, item q3\)"):
+        rerecord(out)
+    assert len(asked()) == forked
+
+
+def test_a_fork_made_with_an_intervention_your_module_registered_imports_that_module_to_play_back(
+        parent, tmp_path, monkeypatch):
+    import sys
+
+    from debatekit.sweep.rescore import rescore
+
+    (tmp_path / "my_changes.py").write_text(USER_FILE.replace('"doubt"', '"doubt_module"'))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import my_changes
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=my_changes.doubt(agent="agent2"), cache=False, progress=False)
+    interventions._registered.pop("doubt_module")  # a new process, which has not imported it
+    del sys.modules["my_changes"]
+    assert rescore(out).kept == []
+    assert "doubt_module" in interventions._registered
+
+
+def test_a_fork_whose_intervention_file_changed_since_is_not_played_back(parent, tmp_path):
+    from debatekit.sweep.rescore import rescore
+
+    path = tmp_path / "mine.py"
+    path.write_text(USER_FILE.replace('"doubt"', '"doubt_file"'))
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=make(f"{path}:doubt_file", {"agent": "agent1"}), cache=False,
+         progress=False)
+    path.write_text(USER_FILE.replace('"doubt"', '"doubt_file"').replace("Doubt every", "Trust every"))
+    with pytest.raises(ForkError, match=f"its file {path} changed since the fork"):
+        rescore(out)

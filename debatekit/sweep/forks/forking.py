@@ -18,6 +18,8 @@ did not record.
 
 from __future__ import annotations
 
+import hashlib
+import importlib
 import os
 from pathlib import Path
 from typing import Any
@@ -30,7 +32,7 @@ from debatekit.models.recorded import Forked, NotRecordedError
 from debatekit.records.schemas import DebateRecord, Parent, RunRecord
 from debatekit.records.trace import RunFolder, RunFolderError
 from debatekit.runner import RunResult, run
-from debatekit.sweep.forks.interventions import Applied, Intervention, InterventionError, make
+from debatekit.sweep.forks.interventions import Applied, Intervention, make
 
 
 class ForkError(RunFolderError):
@@ -136,12 +138,14 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
 
 def as_forked(folder: RunFolder, record: RunRecord) -> Applied | None:
     """What the fork recorded in `folder` changed, made again so that its own calls play back
-    (`debatekit rescore`, `rerecord`): its intervention, fork round, model and resample, with the
-    parent's records and wrong answers; None for a run that forks nothing.
+    (`debatekit rescore`, `rerecord`): its intervention, fork round, model and resample; each debate's
+    wrong answer from the fork's own round 1 (its parent's as the fork played it back, so a parent read
+    again since changes none), and the parent's record as the intervention's `Context.parent`. None
+    for a run that forks nothing.
 
     Raises:
         ForkError: the parent run is not where the fork's run.json says (or is another run), or its
-            intervention cannot be made again (a plugin not installed, a file moved).
+            intervention cannot be made as it was (a plugin not installed, a file moved or changed).
     """
     link = record.parent
     if link is None:
@@ -149,24 +153,42 @@ def as_forked(folder: RunFolder, record: RunRecord) -> Applied | None:
     home = (folder.path / link.run).resolve()
     if not (home / "run.json").is_file():
         raise ForkError(f"{folder.path} forks the run in {link.run}, which is not there from {folder.path} (a fork "
-                        "plays back with its parent's records and wrong answers)")
+                        "is played back beside its parent, whose records its intervention reads)")
     parent, debates = _parent_run(RunFolder(home))
     if parent.run_id != link.run_id:
         raise ForkError(f"{home} holds run {parent.run_id}, not the parent {link.run_id} that {folder.path} forks")
-    intervention = None
-    if link.intervention is not None:
-        name, source = link.intervention["name"], link.intervention.get("source") or {}
-        try:
-            intervention = make(f"{source['path']}:{name}" if source.get("kind") == "file" else name,
-                                link.intervention.get("params"))
-        except InterventionError as exc:
-            raise ForkError(f"cannot make the intervention of {folder.path} again: {exc}") from exc
+    intervention = None if link.intervention is None else _made_again(link.intervention, folder.path)
     config = record.config
     items, _ = datasets.load(config.dataset, registry.get(config.protocol).item_model, config.limit)
-    chosen = {str(item.id) for item in items}
-    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
-    plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
+    by_id = {str(item.id): item for item in items}
+    parents = {(d.item_id, _seed(d, config.seed)): d for d in debates}
+    plans = {}
+    for d in folder.debates():
+        key = (d.item_id, _seed(d, config.seed))
+        plans[key] = (parents.get(key), wrong_answer(by_id[d.item_id], d) if d.item_id in by_id else None)
     return Applied(intervention, link.at_round, link.model, plans, link.resample)
+
+
+def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
+    """The intervention run.json describes (`Intervention.describe`), made again: from its file, checked
+    to be the same file; from the module that registered it, imported; built in or from a plugin."""
+    name, params, source = described["name"], described.get("params"), described.get("source") or {}
+    where = f"cannot make the intervention {name!r} of {fork} again"
+    if source.get("kind") == "file":
+        path = Path(source["path"])
+        if path.is_file() and source.get("sha256") not in (None, hashlib.sha256(path.read_bytes()).hexdigest()):
+            raise ForkError(f"{where}: its file {path} changed since the fork")
+        name = f"{path}:{name}"
+    try:
+        if source.get("kind") == "module":
+            importlib.import_module(source["module"])
+        return make(name, params)
+    except Exception as exc:  # whatever the factory raises: one line, naming the fork
+        raise ForkError(f"{where}: {type(exc).__name__}: {(str(exc) or '-').splitlines()[0]}") from exc
+
+
+def _seed(debate: DebateRecord, run_seed: int) -> int:
+    return run_seed if debate.seed is None else debate.seed
 
 
 def parent_path(parent: Path, out: Path) -> str:
