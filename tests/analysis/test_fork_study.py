@@ -85,8 +85,10 @@ def test_the_page_quotes_the_committed_follow_counts():
     assert (f"where agent1 was not right in round 1 ({items} items: wrong on {items - missing}, no answer on "
             f"{missing})") in section
     right = {r["round"]: r for r in split["right"]}[3]
-    assert (right["high"] < 0 and right["only_fork"] == 0 and f"{right['only_control']} followed only in the "
-            f"control, none only with the stand-in: p = {right['p_exact']:.2f}") in section
+    verdict = "agrees" if right["p_exact"] < 0.05 else "does not confirm it at the 0.05 level"
+    assert right["high"] < 0 and (f"the exact test on the same {right['agents']} agents {verdict} "
+                                  f"({right['only_control']} followed only in the control, {right['only_fork']} only "
+                                  f"with the stand-in: p = {right['p_exact']:.2f}") in section
     for rows in split.values():
         first, then = ({r["round"]: r for r in rows}[k] for k in (2, 3))
         assert (f"{first['fork_followed']} of {first['agents']} followed in round 2 against "
