@@ -203,10 +203,8 @@ def pack_complete(grid: Path, out: Path) -> None:
 
 def write_study(out: Path, png: bool = False) -> Path:
     """Execute the study notebook over the folder `out` and export it as `out/report.html`."""
-    import papermill
-
     from debatekit.sweep import report
-    from debatekit.sweep.execute import quiet_kernel_manager
+    from debatekit.sweep.execute import run_notebook
     from debatekit.sweep.shipped import notebooks_dir
 
     notebooks = notebooks_dir()
@@ -214,9 +212,8 @@ def write_study(out: Path, png: bool = False) -> Path:
     # relative to the notebook's working folder, so that a committed notebook names no machine's paths
     where = os.path.relpath(out.resolve(), notebooks)
     try:
-        papermill.execute_notebook(str(notebooks / "study.ipynb"), str(fresh), cwd=str(notebooks),
-                                   parameters={"sweep_dir": where, "png_dir": where if png else None},
-                                   progress_bar=False, kernel_manager_class=quiet_kernel_manager())
+        run_notebook(notebooks / "study.ipynb", fresh, cwd=str(notebooks),
+                     parameters={"sweep_dir": where, "png_dir": where if png else None})
         if (out / "report.html").exists() and report.same_notebook(fresh, notebook):
             return notebook  # nothing it shows changed: a re-run leaves the files as they were
         os.replace(fresh, notebook)

@@ -267,7 +267,6 @@ def execute_point(task: dict) -> PointResult:
 
 
 def _execute(task: dict, sidecar: Path) -> PointResult:
-    import papermill
     from papermill.exceptions import PapermillExecutionError
 
     start, error = time.monotonic(), None
@@ -277,10 +276,10 @@ def _execute(task: dict, sidecar: Path) -> PointResult:
         if sidecar.exists():
             sidecar.unlink()  # a stale sidecar must not make a failed run look complete
         try:
-            papermill.execute_notebook(
-                task["notebook"], task["output"], parameters=task["parameters"], progress_bar=False,
+            run_notebook(
+                task["notebook"], task["output"], parameters=task["parameters"],
                 kernel_name=task["kernel_name"], cwd=task["cwd"], execution_timeout=task["cell_timeout"],
-                request_save_on_cell_execute=False, kernel_manager_class=quiet_kernel_manager(),
+                request_save_on_cell_execute=False,
                 # ipykernel warns on every start that loopback TCP is unencrypted: one line per
                 # point over the progress bar; kernel errors still print
                 extra_arguments=["--IPKernelApp.log_level=ERROR"])
@@ -304,6 +303,20 @@ def _execute(task: dict, sidecar: Path) -> PointResult:
                            wall_s=round(time.monotonic() - start, 2))
     return PointResult(task["point_id"], "failed", task["output"], error=f"kernel: {error}", attempts=2,
                        wall_s=round(time.monotonic() - start, 2))
+
+
+def run_notebook(notebook: Path | str, output: Path | str, **papermill_options: Any) -> Any:
+    """papermill's `execute_notebook` as debatekit runs every notebook: quiet kernel shutdown, no
+    progress bar, and each cell's printed lines kept as one output per stream.
+
+    ipykernel sends what a cell prints every 0.2 s, so a cell that prints, computes, then prints
+    again gave one output on a quiet machine and two on a busy one: the same results written as a
+    different notebook and report, and a re-run that should leave the files alone rewrote them.
+    """
+    import papermill
+
+    return papermill.execute_notebook(str(notebook), str(output), progress_bar=False, coalesce_streams=True,
+                                      kernel_manager_class=quiet_kernel_manager(), **papermill_options)
 
 
 @functools.cache

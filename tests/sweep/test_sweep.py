@@ -369,3 +369,22 @@ def test_a_grid_without_limit_runs_every_item_whatever_the_notebooks_default(tmp
                                           {"protocol": "single", "dataset": "arithmetic", "limit": 2}]},
                     tmp_path / "out", executor=InProcess(), progress=False)
     assert sorted(p["config"].get("limit", 0) for p in given) == [0, 2]  # left out: RunConfig's default, every item
+
+
+def test_what_a_cell_prints_is_one_output_however_long_it_takes_between_lines(tmp_path):
+    """ipykernel sends printed text every 0.2 s: a cell that printed, computed and printed again was
+    one output on a quiet machine and two on a busy one, so a study run again with nothing new
+    rewrote its notebook and report (a `</div>` nested otherwise)."""
+    import nbformat
+
+    from debatekit.sweep import execute
+
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
+        "import sys, time\nprint('first')\ntime.sleep(0.6)\nprint('second')\n"
+        "print('warned', file=sys.stderr)\ntime.sleep(0.6)\nprint('third')")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "in.ipynb")
+    execute.run_notebook(tmp_path / "in.ipynb", tmp_path / "out.ipynb", cwd=str(tmp_path))
+    outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
+    assert [(o.output_type, o.name, o.text) for o in outputs] == [
+        ("stream", "stdout", "first\nsecond\nthird\n"), ("stream", "stderr", "warned\n")]
