@@ -175,7 +175,7 @@ class RunLoop:
         """The (item, seed) debates this start runs: those not answered yet (with `retry_degraded`, the
         degraded ones too, their answered calls restored to the cache from their events), within `only`."""
         config, cache, folder = self.setup.config, self.setup.cache, self.folder
-        finished = {(d.item_id, _seed_of(d, config)): d for d in folder.debates()} if resume else {}
+        finished = {(d.item_id, d.seed_under(config.seed)): d for d in folder.debates()} if resume else {}
         # degraded: answered although some of its calls failed; retried, it keeps its record unless the retry answers
         self.again = {key: d for key, d in finished.items() if d.status == "degraded"} if retry_degraded else {}
         done = {key for key, d in finished.items() if d.answered and key not in self.again}
@@ -371,9 +371,6 @@ def connection_options(config: RunConfig) -> dict:
             options["api_key"] = "none"
     return options
 
-
-def _seed_of(record: DebateRecord, config: RunConfig) -> int:
-    return config.seed if record.seed is None else record.seed  # records from before seeds were recorded
 
 
 async def _cancel(tasks: list[asyncio.Future]) -> None:

@@ -102,6 +102,21 @@ def test_resume_skips_finished_items(tmp_path, arithmetic_file, model_from):
     assert [row["item_id"] for row in rows] == ["q1", "q2"]
 
 
+def test_resume_finds_a_debate_recorded_before_seeds_were_recorded_under_the_run_seed(tmp_path, arithmetic_file,
+                                                                                      model_from):
+    asked = []
+    model = model_from(lambda req: asked.append(req.item_id) or answer(10))
+    run(config(arithmetic_file, model, limit=2, cache=False, seed=7), tmp_path / "r", progress=False)
+    path = tmp_path / "r" / "debates.jsonl"
+    rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [row.pop("seed") for row in rows] == [7, 7]  # as an older run wrote them: no seed of their own
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    asked.clear()
+    result = run(config(arithmetic_file, model, limit=2, cache=False, seed=7), tmp_path / "r", resume=True,
+                 progress=False)
+    assert asked == [] and sorted(d.item_id for d in result.debates) == ["q1", "q2"]  # nothing run twice
+
+
 def test_resume_may_raise_the_limit_but_not_lower_it(tmp_path, arithmetic_file, model_from):
     asked = []
     model = model_from(lambda req: asked.append(req.item_id) or answer(10))

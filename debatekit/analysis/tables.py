@@ -161,7 +161,7 @@ def _with_models(rounds: pd.DataFrame, calls: pd.DataFrame) -> pd.DataFrame:
 
 def _debate_row(d: DebateRecord, run: dict) -> dict:
     return {"run_id": d.run_id, "protocol": d.protocol, "model": run["model"], "config_hash": run["config_hash"],
-            "item_id": d.item_id, "seed": run["seed"] if d.seed is None else d.seed, "debate_id": d.debate_id,
+            "item_id": d.item_id, "seed": d.seed_under(run["seed"]), "debate_id": d.debate_id,
             "status": d.status, "error": d.error,
             "final_answer": d.final_answer, "truth": d.truth, "correct": d.correct, "score": d.score,
             "stop_reason": d.stopped, "converged": d.converged, "rounds_used": len(d.rounds),

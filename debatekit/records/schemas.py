@@ -219,6 +219,11 @@ class DebateRecord(DebateVerdict):
     wall_s: float = 0.0
     log: list[str] = []
 
+    def seed_under(self, run_seed: int) -> int:
+        """The seed this debate ran under: its own, or the run's (`run_seed`) for a record written
+        before seeds were recorded. With the item id, what finds the same debate in another run."""
+        return run_seed if self.seed is None else self.seed
+
     @property
     def answered(self) -> bool:
         """Whether the debate counts as the model's answer (scored): ok or degraded."""

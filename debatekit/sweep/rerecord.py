@@ -122,7 +122,7 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
                              "recording it again")
     config = record.config.model_copy(update={"model": record.model})
     old = folder.debates()
-    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in old}
+    seed_of = {d.debate_id: d.seed_under(config.seed) for d in old}
     rows = [(line, e) for line, e in folder.event_lines() if e.get("debate_id") in seed_of]
     events = [e for _, e in rows]
     fallback = None

@@ -121,7 +121,7 @@ def _rescore(folder: RunFolder, record: RunRecord, write: bool) -> Rescore:
                                               "api_key_env": None, "model_options": {}})
     old = folder.debates()
     old_by_id = {d.debate_id: d for d in old}
-    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in old}
+    seed_of = {d.debate_id: d.seed_under(config.seed) for d in old}
     events = [e for e in folder.events() if e.get("debate_id") in seed_of]
     result = Rescore(folder.path, debates=len(old), calls=len(events))
     if not old:

@@ -115,7 +115,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
                         + (" (give the parent's dataset file with --dataset PATH)" if lost else "")) from exc
     if info.sha256 != record.dataset.sha256:
         raise ForkError(f"cannot fork {folder.path}: its dataset {info.path} changed since the run")
-    seed_of = {d.debate_id: config.seed if d.seed is None else d.seed for d in debates}
+    seed_of = {d.debate_id: d.seed_under(config.seed) for d in debates}
     chosen = {item.id for item in items}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=parent_path(folder.path, Path(out)), run_id=record.run_id, at_round=at_round,
@@ -161,10 +161,10 @@ def as_forked(folder: RunFolder, record: RunRecord) -> Applied | None:
     config = record.config
     items, _ = datasets.load(config.dataset, registry.get(config.protocol).item_model, config.limit)
     by_id = {str(item.id): item for item in items}
-    parents = {(d.item_id, _seed(d, config.seed)): d for d in debates}
+    parents = {(d.item_id, d.seed_under(config.seed)): d for d in debates}
     plans = {}
     for d in folder.debates():
-        key = (d.item_id, _seed(d, config.seed))
+        key = (d.item_id, d.seed_under(config.seed))
         plans[key] = (parents.get(key), wrong_answer(by_id[d.item_id], d) if d.item_id in by_id else None)
     return Applied(intervention, link.at_round, link.model, plans, link.resample)
 
@@ -185,10 +185,6 @@ def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
         return make(name, params)
     except Exception as exc:  # whatever the factory raises: one line, naming the fork
         raise ForkError(f"{where}: {type(exc).__name__}: {(str(exc) or '-').splitlines()[0]}") from exc
-
-
-def _seed(debate: DebateRecord, run_seed: int) -> int:
-    return run_seed if debate.seed is None else debate.seed
 
 
 def parent_path(parent: Path, out: Path) -> str:
