@@ -41,6 +41,7 @@ from debatekit.records.trace import (DEBATES_FILE, EVENTS_FILE, LOCK_FILE, RUN_F
                                      git_commit, now)
 from debatekit.runner import connection_options, run
 from debatekit.sweep.forks.forking import as_forked
+from debatekit.sweep.forks.interventions import Applied
 from debatekit.sweep.rescore import READING
 
 COMPARED = ("final_answer", "score", "correct", "stop_reason", "converged", "needs_human_review", "rounds")
@@ -110,16 +111,22 @@ def rerecord(path: Path | str, *, ask_model: bool = True) -> Rerecord:
     if ask_model:
         folder.lock()  # no run may write here while it is run again and replaced
     try:
-        return _rerecord(folder, ask_model)
+        record = folder.read_run()
+        if record.status != "complete":
+            raise RunFolderError(f"{folder.path}: the run is {record.status}; finish it with --resume before "
+                                 "recording it again")
+        forked = as_forked(folder, record)  # a fork: its rounds before the fork round are its parent's, as read
+        if forked is not None and ask_model:  # checked first, with no model: they are never asked of it
+            check = _rerecord(folder, record, forked, ask_model=False)
+            _before_fork(folder, check.asked, forked.at_round)
+            if not check.stale:
+                return check  # nothing to record: the check was the whole run
+        return _rerecord(folder, record, forked, ask_model)
     finally:
         folder.close()
 
 
-def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
-    record = folder.read_run()
-    if record.status != "complete":
-        raise RunFolderError(f"{folder.path}: the run is {record.status}; finish it with --resume before "
-                             "recording it again")
+def _rerecord(folder: RunFolder, record: RunRecord, forked: Applied | None, ask_model: bool) -> Rerecord:
     config = record.config.model_copy(update={"model": record.model})
     old = folder.debates()
     seed_of = {d.debate_id: d.seed_under(config.seed) for d in old}
@@ -131,9 +138,6 @@ def _rerecord(folder: RunFolder, ask_model: bool) -> Rerecord:
                            model_options=config.model_options)
         if options := connection_options(config):
             fallback.add_options(record.model, options)
-    forked = as_forked(folder, record)  # a fork: its rounds before the fork round are its parent's, as read
-    if forked is not None and ask_model:  # checked first, with no model: they are never asked of it
-        _before_fork(folder, _rerecord(folder, ask_model=False).asked, forked.at_round)
     gateway = Recorded(events, seed_of, default_seed=config.seed, fallback=fallback, unread_fails=True,
                        lost_as_last=True, as_read_before=forked.at_round if forked else None)
     result = Rerecord(folder.path, debates=len(old), calls=len(events))

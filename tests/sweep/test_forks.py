@@ -718,6 +718,21 @@ def test_recording_a_fork_again_never_asks_the_model_for_a_round_before_the_fork
     assert len(asked()) == forked
 
 
+def test_recording_a_fresh_fork_again_plays_it_back_once_and_writes_nothing(parent, tmp_path, monkeypatch):
+    """The no-model check a fork gets first is the whole run when nothing is stale: not played back twice."""
+    from debatekit.sweep import rerecord as module
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=replace("agent1", by="wrong"), cache=False, progress=False)
+    before = {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()}
+    runs, real = [], module.run
+    monkeypatch.setattr(module, "run", lambda *a, **k: runs.append(k["intervention"]) or real(*a, **k))
+    forked = len(asked())
+    result = module.rerecord(out)
+    assert not result.stale and not result.written and len(runs) == 1 and runs[0].at_round == 2
+    assert len(asked()) == forked and {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
+
+
 def test_a_fork_made_with_an_intervention_your_module_registered_imports_that_module_to_play_back(
         parent, tmp_path, monkeypatch):
     import sys
