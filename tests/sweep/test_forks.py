@@ -4,6 +4,7 @@ asked, what each intervention changes in what an agent reads or is told, and the
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -761,4 +762,39 @@ def test_a_fork_whose_intervention_file_changed_since_is_not_played_back(parent,
          progress=False)
     path.write_text(USER_FILE.replace('"doubt"', '"doubt_file"').replace("Doubt every", "Trust every"))
     with pytest.raises(ForkError, match=f"its file {path} changed since the fork"):
+        rescore(out)
+
+
+def test_a_fork_made_with_a_plugins_intervention_plays_back_only_with_that_plugin_version(parent, tmp_path, monkeypatch):
+    import sys
+
+    from debatekit.sweep.rescore import rescore
+
+    site = tmp_path / "site"
+    (site / "doubtpkg").mkdir(parents=True)
+    (site / "doubtpkg" / "__init__.py").write_text(USER_FILE.replace('"doubt"', '"doubt_plugin"'))
+
+    def install(version):
+        for old in site.glob("doubtpkg-*.dist-info"):
+            shutil.rmtree(old)
+        info = site / f"doubtpkg-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: doubtpkg\nVersion: {version}\n")
+        (info / "entry_points.txt").write_text("[debatekit.interventions]\ndoubt_plugin = doubtpkg\n")
+        interventions._registered.pop("doubt_plugin", None)  # a new process: nothing of the plugin loaded yet
+        interventions._loaded.discard("plugins")
+        sys.modules.pop("doubtpkg", None)
+
+    monkeypatch.syspath_prepend(str(site))
+    monkeypatch.setattr(interventions, "_registered", dict(interventions._registered))  # the plugin gone after
+    monkeypatch.setattr(interventions, "_loaded", set(interventions._loaded))
+    install("0.3")
+    made = make("doubt_plugin", {"agent": "agent1"})
+    assert made.source["kind"] == "package" and made.source["version"] == "0.3"
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=made, cache=False, progress=False)
+    install("0.3")
+    assert rescore(out).kept == []  # the same version: played back whole
+    install("0.4")
+    with pytest.raises(ForkError, match=r"made with doubtpkg 0\.3, and 0\.4 is installed \(install that version"):
         rescore(out)

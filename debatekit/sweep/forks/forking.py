@@ -171,7 +171,8 @@ def as_forked(folder: RunFolder, record: RunRecord) -> Applied | None:
 
 def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
     """The intervention run.json describes (`Intervention.describe`), made again: from its file, checked
-    to be the same file; from the module that registered it, imported; built in or from a plugin."""
+    to be the same file; from the module that registered it, imported; built in; from a plugin, checked
+    to be the version the fork was made with."""
     name, params, source = described["name"], described.get("params"), described.get("source") or {}
     where = f"cannot make the intervention {name!r} of {fork} again"
     if source.get("kind") == "file":
@@ -182,9 +183,14 @@ def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
     try:
         if source.get("kind") == "module":
             importlib.import_module(source["module"])
-        return make(name, params)
+        made = make(name, params)
     except Exception as exc:  # whatever the factory raises: one line, naming the fork
         raise ForkError(f"{where}: {type(exc).__name__}: {(str(exc) or '-').splitlines()[0]}") from exc
+    if source.get("kind") == "package" and made.source.get("version") != source.get("version"):
+        now = made.source.get("version") if made.source.get("kind") == "package" else f"from {made.source}"
+        raise ForkError(f"{where}: the fork was made with {source.get('package')} {source.get('version')}, and "
+                        f"{now} is installed (install that version to play it back)")
+    return made
 
 
 def parent_path(parent: Path, out: Path) -> str:
