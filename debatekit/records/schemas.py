@@ -263,7 +263,8 @@ class Parent(BaseModel):
     """The first round asked of a model; every call before it was played back from the parent."""
     intervention: dict[str, Any] | None = None
     """What the fork changed from `at_round` on: `name`, `params` and `source` (where its code came
-    from); None for a fork that changes nothing."""
+    from; a file's path as seen from this run's folder, absolute in older forks); None for a fork that
+    changes nothing."""
     model: str | None = None
     """The model of every call from `at_round` on (an intervention may still swap one agent's); None:
     the parent's."""

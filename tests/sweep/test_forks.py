@@ -798,3 +798,45 @@ def test_a_fork_made_with_a_plugins_intervention_plays_back_only_with_that_plugi
     install("0.4")
     with pytest.raises(ForkError, match=r"made with doubtpkg 0\.3, and 0\.4 is installed \(install that version"):
         rescore(out)
+
+
+def test_a_fork_made_from_a_file_beside_it_plays_back_after_the_three_move_together(parent, tmp_path):
+    """run.json names the intervention's file as seen from the fork, as it names the parent: a study
+    committed with its file plays back in any clone; a fork that recorded the file's absolute path
+    still resumes with it."""
+    from debatekit.sweep.rescore import rescore
+
+    (tmp_path / "mine.py").write_text(USER_FILE.replace('"doubt"', '"doubt_beside"'))
+    out = tmp_path / "fork"
+    made = make(f"{tmp_path / 'mine.py'}:doubt_beside", {"agent": "agent1"})
+    fork(parent, at_round=2, out=out, intervention=made, cache=False, progress=False, limit=2)
+    recorded = json.loads((out / "run.json").read_text())["parent"]["intervention"]["source"]
+    assert recorded["path"] == "../mine.py"
+    moved = tmp_path / "clone"
+    moved.mkdir()
+    for name in ("parent", "fork", "mine.py"):
+        (shutil.copytree if (tmp_path / name).is_dir() else shutil.copy)(tmp_path / name, moved / name)
+    (tmp_path / "mine.py").unlink()  # only the clone's file is left
+    assert rescore(moved / "fork").kept == []
+    # an older fork, its file's path absolute: the same file, so the same fork to resume
+    run_json = moved / "fork" / "run.json"
+    record = json.loads(run_json.read_text())
+    record["parent"]["intervention"]["source"]["path"] = str(moved / "mine.py")
+    run_json.write_text(json.dumps(record))
+    again = make(f"{moved / 'mine.py'}:doubt_beside", {"agent": "agent1"})
+    result = fork(moved / "parent", at_round=2, out=moved / "fork", intervention=again, cache=False, progress=False,
+                  resume=True)
+    assert sorted(d.item_id for d in result.debates) == ["q1", "q2", "q3"]
+
+
+def test_two_files_registering_one_intervention_name_clash_unless_they_are_copies(tmp_path):
+    (tmp_path / "a").mkdir(), (tmp_path / "b").mkdir(), (tmp_path / "c").mkdir()
+    text = USER_FILE.replace('"doubt"', '"doubt_twice"')
+    (tmp_path / "a" / "mine.py").write_text(text)
+    (tmp_path / "b" / "mine.py").write_text(text)  # another checkout of the same study
+    (tmp_path / "c" / "mine.py").write_text(text.replace("Doubt every", "Trust every"))
+    for folder in ("a", "b", "a"):
+        made = make(f"{tmp_path / folder / 'mine.py'}:doubt_twice", {"agent": "agent1"})
+        assert made.instruction(None, "agent1") == "Doubt every number you are shown."
+    with pytest.raises(InterventionError, match="'doubt_twice' from .* clashes with the one from .*rename one"):
+        make(f"{tmp_path / 'c' / 'mine.py'}:doubt_twice", {"agent": "agent1"})

@@ -119,7 +119,7 @@ def fork(parent: Path | str, *, at_round: int, out: Path | str, intervention: In
     chosen = {item.id for item in items}
     plans = _plans(items, [d for d in debates if d.item_id in chosen], seed_of, intervention)
     link = Parent(run=parent_path(folder.path, Path(out)), run_id=record.run_id, at_round=at_round,
-                  intervention=intervention.describe() if intervention else None, model=model, resample=resample,
+                  intervention=_described(intervention, Path(out)), model=model, resample=resample,
                   params={k: v for k, v in after.items() if before.get(k) != v} or None)
     if resume:
         _check_resume(Path(out), link)
@@ -176,7 +176,7 @@ def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
     name, params, source = described["name"], described.get("params"), described.get("source") or {}
     where = f"cannot make the intervention {name!r} of {fork} again"
     if source.get("kind") == "file":
-        path = Path(source["path"])
+        path = (fork / source["path"]).resolve()  # seen from the fork (older forks recorded it absolute)
         if path.is_file() and source.get("sha256") not in (None, hashlib.sha256(path.read_bytes()).hexdigest()):
             raise ForkError(f"{where}: its file {path} changed since the fork")
         name = f"{path}:{name}"
@@ -191,6 +191,17 @@ def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
         raise ForkError(f"{where}: the fork was made with {source.get('package')} {source.get('version')}, and "
                         f"{now} is installed (install that version to play it back)")
     return made
+
+
+def _described(intervention: Intervention | None, out: Path) -> dict[str, Any] | None:
+    """What run.json records of the intervention: a file's path as seen from the fork's folder, so that a
+    fork committed beside the file it was made with plays back wherever the repository is cloned."""
+    if intervention is None:
+        return None
+    described = intervention.describe()
+    if described["source"].get("kind") == "file":
+        described["source"] = {**described["source"], "path": parent_path(Path(described["source"]["path"]), out)}
+    return described
 
 
 def parent_path(parent: Path, out: Path) -> str:
@@ -303,6 +314,15 @@ def _unrecorded(exc: NotRecordedError, debates: list[DebateRecord], seed_of: dic
             f"finished are kept")
 
 
+def _compared(link: Parent, out: Path, skip: set[str]) -> dict:
+    """`link` as a resume compares it: an intervention file by where it is, however it was recorded."""
+    data = link.model_dump(exclude=skip)
+    source = (data.get("intervention") or {}).get("source") or {}
+    if source.get("kind") == "file":
+        source["path"] = str((out / source["path"]).resolve())
+    return data
+
+
 def _check_resume(out: Path, link: Parent) -> None:
     """`out` forks the same run at the same round with the same change; its parameters the run's
     configuration check compares (a fork recorded before `Parent.params` existed has none to compare)."""
@@ -310,6 +330,6 @@ def _check_resume(out: Path, link: Parent) -> None:
     if folder.exists:
         before = folder.read_run().parent
         skip = {"run"} | ({"params"} if before is not None and before.params is None else set())
-        if before is None or before.model_dump(exclude=skip) != link.model_dump(exclude=skip):
+        if before is None or _compared(before, out, skip) != _compared(link, out, skip):
             raise ForkError(f"cannot resume {out}: it is not a fork of the same run, round and intervention "
                             "(with the same --model and --resample)")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -128,7 +129,7 @@ def intervention(name: str):
         module = factory.__module__
         source = _loading or {"kind": "builtin" if module.startswith("debatekit.") else "module", "module": module}
         known = _registered.get(name)
-        if known is not None and _origin(known.source) != _origin(source):
+        if known is not None and not _same_code(known.source, source):
             raise InterventionError(f"intervention {name!r} from {source} clashes with the one from {known.source}; "
                                     "rename one of them")
         checked = validate_call(factory)
@@ -262,6 +263,13 @@ def _origin(source: dict[str, Any]) -> tuple:
     return source["kind"], source.get("module") or source.get("package") or source.get("path")
 
 
+def _same_code(known: dict[str, Any], new: dict[str, Any]) -> bool:
+    """Whether registering `new` under a taken name replaces the same intervention: the same module,
+    package or file (edited since, and loaded again), or a copy of the same file elsewhere (another
+    checkout of a study; the path last loaded is the one recorded)."""
+    return _origin(known) == _origin(new) or known["kind"] == new["kind"] == "file" and known["sha256"] == new["sha256"]
+
+
 def _load() -> None:
     """Register the built-ins and every installed package's interventions, once; a plugin that
     fails to import is one warning line."""
@@ -284,6 +292,10 @@ def _load_file(reference: str) -> Registered:
     """Import the file of `path.py:name` (once per content) and return its intervention `name`."""
     path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading)
     found = _registered.get(wanted)
-    if found is None or found.source.get("path") != str(path):
+    if found is None or str(path) != found.source.get("path") and _sha256(path) != found.source.get("sha256"):
         raise InterventionError(f"intervention file {path} registers no intervention {wanted!r}")
     return found
+
+
+def _sha256(path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
