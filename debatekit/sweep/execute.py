@@ -307,16 +307,44 @@ def _execute(task: dict, sidecar: Path) -> PointResult:
 
 def run_notebook(notebook: Path | str, output: Path | str, **papermill_options: Any) -> Any:
     """papermill's `execute_notebook` as debatekit runs every notebook: quiet kernel shutdown, no
-    progress bar, and each cell's printed lines kept as one output per stream.
+    progress bar, and what a cell printed in one go kept as one output.
 
-    ipykernel sends what a cell prints every 0.2 s, so a cell that prints, computes, then prints
-    again gave one output on a quiet machine and two on a busy one: the same results written as a
-    different notebook and report, and a re-run that should leave the files alone rewrote them.
+    ipykernel sends printed text every 0.2 s, so a cell that printed, computed and printed again gave
+    one output on a quiet machine and two on a busy one: the same results written as a different
+    notebook and report, and a re-run that should leave the files alone rewrote them. Neighbouring
+    outputs of one stream are joined; text printed around a figure or table stays on its side of it.
     """
+    import nbformat
     import papermill
 
-    return papermill.execute_notebook(str(notebook), str(output), progress_bar=False, coalesce_streams=True,
-                                      kernel_manager_class=quiet_kernel_manager(), **papermill_options)
+    nb = papermill.execute_notebook(str(notebook), str(output), progress_bar=False,
+                                    kernel_manager_class=quiet_kernel_manager(), **papermill_options)
+    if nb is not None and join_split_prints(nb):
+        files.write_text(Path(output), nbformat.writes(nb))
+    return nb
+
+
+def join_split_prints(nb: Any) -> bool:
+    """Join each cell's neighbouring outputs of the same stream (stdout, stderr) into one, in place;
+    whether any were."""
+    joined = False
+    for cell in nb.get("cells", []):
+        outputs = []
+        for out in cell.get("outputs", []):
+            last = outputs[-1] if outputs else None
+            if last is not None and out.get("output_type") == last.get("output_type") == "stream" \
+                    and out.get("name") == last.get("name"):
+                last["text"] = _text(last["text"]) + _text(out["text"])
+                joined = True
+            else:
+                outputs.append(out)
+        if "outputs" in cell:
+            cell["outputs"] = outputs
+    return joined
+
+
+def _text(text: str | list[str]) -> str:
+    return text if isinstance(text, str) else "".join(text)
 
 
 @functools.cache

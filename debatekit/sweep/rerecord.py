@@ -121,6 +121,7 @@ def rerecord(path: Path | str, *, ask_model: bool = True) -> Rerecord:
             _before_fork(folder, check.asked, forked.at_round)
             if not check.stale:
                 return check  # nothing to record: the check was the whole run
+            forked = as_forked(folder, record)  # made afresh: an intervention may keep state between debates
         return _rerecord(folder, record, forked, ask_model)
     finally:
         folder.close()

@@ -734,6 +734,22 @@ def test_recording_a_fresh_fork_again_plays_it_back_once_and_writes_nothing(pare
     assert len(asked()) == forked and {p.name: p.read_bytes() for p in out.iterdir() if p.is_file()} == before
 
 
+def test_recording_a_fork_again_asks_the_model_only_for_what_it_lost_after_the_fork_round(parent, tmp_path):
+    from debatekit.sweep.rerecord import rerecord
+
+    out = tmp_path / "fork"
+    fork(parent, at_round=2, out=out, intervention=replace("agent1", by="wrong"), cache=False, progress=False)
+    lost = ("q1", "agent2", 2)
+    _rewrite_events(out, lambda e: None if (e["item_id"], e["agent"], e["round"]) == lost else e)
+    forked = len(asked())
+    result = rerecord(out)
+    assert result.stale and result.written and len(asked()) == forked + 1
+    assert (asked()[-1].item_id, asked()[-1].agent, asked()[-1].round) == lost
+    assert not rerecord(out, ask_model=False).stale
+    shown = asked()[-1].messages[-1]["content"]  # asked again with the fork's change: the stand-in shown
+    assert STAND_IN.format(answer=11) in shown and "agent1 reasons" not in shown
+
+
 def test_a_fork_made_with_an_intervention_your_module_registered_imports_that_module_to_play_back(
         parent, tmp_path, monkeypatch):
     import sys
@@ -796,7 +812,8 @@ def test_a_fork_made_with_a_plugins_intervention_plays_back_only_with_that_plugi
     install("0.3")
     assert rescore(out).kept == []  # the same version: played back whole
     install("0.4")
-    with pytest.raises(ForkError, match=r"made with doubtpkg 0\.3, and 0\.4 is installed \(install that version"):
+    with pytest.raises(ForkError, match=r"made with doubtpkg 0\.3, and doubtpkg 0\.4 is installed \(install "
+                                        r"doubtpkg 0\.3 to play it back\)$"):
         rescore(out)
 
 
@@ -818,15 +835,19 @@ def test_a_fork_made_from_a_file_beside_it_plays_back_after_the_three_move_toget
         (shutil.copytree if (tmp_path / name).is_dir() else shutil.copy)(tmp_path / name, moved / name)
     (tmp_path / "mine.py").unlink()  # only the clone's file is left
     assert rescore(moved / "fork").kept == []
-    # an older fork, its file's path absolute: the same file, so the same fork to resume
+    # an older fork, its file's path absolute on another machine: the same file, so the same fork to resume
     run_json = moved / "fork" / "run.json"
     record = json.loads(run_json.read_text())
-    record["parent"]["intervention"]["source"]["path"] = str(moved / "mine.py")
+    record["parent"]["intervention"]["source"]["path"] = "/home/someone/study/mine.py"
     run_json.write_text(json.dumps(record))
     again = make(f"{moved / 'mine.py'}:doubt_beside", {"agent": "agent1"})
     result = fork(moved / "parent", at_round=2, out=moved / "fork", intervention=again, cache=False, progress=False,
                   resume=True)
     assert sorted(d.item_id for d in result.debates) == ["q1", "q2", "q3"]
+    (moved / "mine.py").write_text(USER_FILE.replace('"doubt"', '"doubt_beside"').replace("Doubt every", "Trust every"))
+    edited = make(f"{moved / 'mine.py'}:doubt_beside", {"agent": "agent1"})
+    with pytest.raises(ForkError, match="not a fork of the same run, round and intervention"):
+        fork(moved / "parent", at_round=2, out=moved / "fork", intervention=edited, resume=True, progress=False)
 
 
 def test_two_files_registering_one_intervention_name_clash_unless_they_are_copies(tmp_path):
@@ -835,8 +856,9 @@ def test_two_files_registering_one_intervention_name_clash_unless_they_are_copie
     (tmp_path / "a" / "mine.py").write_text(text)
     (tmp_path / "b" / "mine.py").write_text(text)  # another checkout of the same study
     (tmp_path / "c" / "mine.py").write_text(text.replace("Doubt every", "Trust every"))
-    for folder in ("a", "b", "a"):
+    for folder in ("a", "b", "a"):  # each records its own path, though the three are one intervention
         made = make(f"{tmp_path / folder / 'mine.py'}:doubt_twice", {"agent": "agent1"})
         assert made.instruction(None, "agent1") == "Doubt every number you are shown."
+        assert made.source["path"] == str(tmp_path / folder / "mine.py")
     with pytest.raises(InterventionError, match="'doubt_twice' from .* clashes with the one from .*rename one"):
         make(f"{tmp_path / 'c' / 'mine.py'}:doubt_twice", {"agent": "agent1"})

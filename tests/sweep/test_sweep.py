@@ -374,17 +374,17 @@ def test_a_grid_without_limit_runs_every_item_whatever_the_notebooks_default(tmp
 def test_what_a_cell_prints_is_one_output_however_long_it_takes_between_lines(tmp_path):
     """ipykernel sends printed text every 0.2 s: a cell that printed, computed and printed again was
     one output on a quiet machine and two on a busy one, so a study run again with nothing new
-    rewrote its notebook and report (a `</div>` nested otherwise)."""
+    rewrote its notebook and report (a `</div>` nested otherwise). Text around a display keeps its place."""
     import nbformat
 
     from debatekit.sweep import execute
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "import sys, time\nprint('first')\ntime.sleep(0.6)\nprint('second')\n"
-        "print('warned', file=sys.stderr)\ntime.sleep(0.6)\nprint('third')")])
+        "import time\nfrom IPython.display import HTML, display\nprint('first')\ntime.sleep(0.6)\n"
+        "print('second')\ndisplay(HTML('<b>table</b>'))\nprint('third\\r')\ntime.sleep(0.6)\nprint('fourth')")])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "in.ipynb")
     execute.run_notebook(tmp_path / "in.ipynb", tmp_path / "out.ipynb", cwd=str(tmp_path))
     outputs = nbformat.read(tmp_path / "out.ipynb", as_version=4).cells[0].outputs
-    assert [(o.output_type, o.name, o.text) for o in outputs] == [
-        ("stream", "stdout", "first\nsecond\nthird\n"), ("stream", "stderr", "warned\n")]
+    assert [(o.output_type, o.get("text")) for o in outputs] == [
+        ("stream", "first\nsecond\n"), ("display_data", None), ("stream", "third\r\nfourth\n")]

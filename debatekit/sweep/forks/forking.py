@@ -186,11 +186,18 @@ def _made_again(described: dict[str, Any], fork: Path) -> Intervention:
         made = make(name, params)
     except Exception as exc:  # whatever the factory raises: one line, naming the fork
         raise ForkError(f"{where}: {type(exc).__name__}: {(str(exc) or '-').splitlines()[0]}") from exc
-    if source.get("kind") == "package" and made.source.get("version") != source.get("version"):
-        now = made.source.get("version") if made.source.get("kind") == "package" else f"from {made.source}"
-        raise ForkError(f"{where}: the fork was made with {source.get('package')} {source.get('version')}, and "
-                        f"{now} is installed (install that version to play it back)")
+    if source.get("kind") == "package" and _plugin(made.source) != _plugin(source):
+        now = made.source
+        now = (f"{_plugin(now)} is installed" if now.get("kind") == "package" else
+               f"the name now comes from {now.get('kind')} {now.get('module') or now.get('path') or ''}".rstrip())
+        raise ForkError(f"{where}: the fork was made with {_plugin(source)}, and {now} (install "
+                        f"{_plugin(source)} to play it back)")
     return made
+
+
+def _plugin(source: dict[str, Any]) -> str:
+    """A plugin as a fork names it: its package and version."""
+    return f"{source.get('package')} {source.get('version') or '(version unknown)'}"
 
 
 def _described(intervention: Intervention | None, out: Path) -> dict[str, Any] | None:
@@ -314,12 +321,13 @@ def _unrecorded(exc: NotRecordedError, debates: list[DebateRecord], seed_of: dic
             f"finished are kept")
 
 
-def _compared(link: Parent, out: Path, skip: set[str]) -> dict:
-    """`link` as a resume compares it: an intervention file by where it is, however it was recorded."""
+def _compared(link: Parent, skip: set[str]) -> dict:
+    """`link` as a resume compares it: an intervention file by its content (sha256), wherever it is and
+    however its path was recorded (a fork made in another checkout resumes with this one's copy)."""
     data = link.model_dump(exclude=skip)
     source = (data.get("intervention") or {}).get("source") or {}
     if source.get("kind") == "file":
-        source["path"] = str((out / source["path"]).resolve())
+        source.pop("path", None)
     return data
 
 
@@ -330,6 +338,6 @@ def _check_resume(out: Path, link: Parent) -> None:
     if folder.exists:
         before = folder.read_run().parent
         skip = {"run"} | ({"params"} if before is not None and before.params is None else set())
-        if before is None or _compared(before, out, skip) != _compared(link, out, skip):
+        if before is None or _compared(before, skip) != _compared(link, skip):
             raise ForkError(f"cannot resume {out}: it is not a fork of the same run, round and intervention "
                             "(with the same --model and --resample)")

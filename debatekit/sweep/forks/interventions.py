@@ -292,10 +292,12 @@ def _load_file(reference: str) -> Registered:
     """Import the file of `path.py:name` (once per content) and return its intervention `name`."""
     path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading)
     found = _registered.get(wanted)
-    if found is None or str(path) != found.source.get("path") and _sha256(path) != found.source.get("sha256"):
+    if found is not None and found.source.get("path") != str(path) and found.source.get("kind") == "file":
+        # a copy of this file elsewhere was loaded since, and registered the name with its path: this
+        # file is imported again, so that what it makes records where it came from
+        _loaded.discard(f"{path}@{hashlib.sha256(path.read_bytes()).hexdigest()}")
+        path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading)
+        found = _registered.get(wanted)
+    if found is None or found.source.get("path") != str(path):
         raise InterventionError(f"intervention file {path} registers no intervention {wanted!r}")
     return found
-
-
-def _sha256(path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
