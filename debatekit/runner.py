@@ -372,7 +372,6 @@ def connection_options(config: RunConfig) -> dict:
     return options
 
 
-
 async def _cancel(tasks: list[asyncio.Future]) -> None:
     for task in tasks:
         task.cancel()
