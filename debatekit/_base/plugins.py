@@ -11,7 +11,7 @@ from typing import Callable
 
 
 def import_file_once(reference: str, loaded: set[str], what: str, error: type[Exception],
-                     loading: Callable[[dict | None], None]) -> tuple[Path, str]:
+                     loading: Callable[[dict | None], None], again: bool = False) -> tuple[Path, str]:
     """Import the file of `reference` (`path.py:NAME`) unless this content of it was imported before.
 
     Args:
@@ -21,6 +21,8 @@ def import_file_once(reference: str, loaded: set[str], what: str, error: type[Ex
         error: the exception to raise, with one line naming the file.
         loading: called with the file's source (`kind`, `path`, `sha256`) before its import, so that
             what it registers records where it came from, and with None after.
+        again: import it even if this content was imported before from this path, so that what it
+            registers is registered again from here (a copy elsewhere took the name since).
 
     Returns:
         The file's resolved path and NAME.
@@ -31,7 +33,7 @@ def import_file_once(reference: str, loaded: set[str], what: str, error: type[Ex
         raise error(f"{what} file {path_text!r} does not exist (in {reference!r})")
     digest = hashlib.sha256(path.read_bytes()).hexdigest()
     key = f"{path}@{digest}"
-    if key not in loaded:
+    if again or key not in loaded:
         loading({"kind": "file", "path": str(path), "sha256": digest})
         module_name = f"debatekit_{what}_{digest[:12]}"
         try:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import hashlib
 import importlib
 import importlib.util
 import inspect
@@ -295,8 +294,8 @@ def _load_file(reference: str) -> Registered:
     if found is not None and found.source.get("path") != str(path) and found.source.get("kind") == "file":
         # a copy of this file elsewhere was loaded since, and registered the name with its path: this
         # file is imported again, so that what it makes records where it came from
-        _loaded.discard(f"{path}@{hashlib.sha256(path.read_bytes()).hexdigest()}")
-        path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading)
+        path, wanted = import_file_once(reference, _loaded, "intervention", InterventionError, _set_loading,
+                                        again=True)
         found = _registered.get(wanted)
     if found is None or found.source.get("path") != str(path):
         raise InterventionError(f"intervention file {path} registers no intervention {wanted!r}")
