@@ -25,11 +25,12 @@ def test_the_page_quotes_the_committed_summary():
     section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
     runs, against = summary["runs"], summary["against_control"]
 
-    sizes = re.search(r"identity fork has run the parent's first (\d+) items, the adversarial fork (\d+) and the "
-                      r"correct-answer fork (\d+)", section)
-    assert sizes, "the page no longer says how many items each fork has run"
-    assert [int(n) for n in sizes.groups()] == [runs[name]["debates"] for name in
-                                                ("identity", "adversarial-agent1", "correct-agent1")]
+    size = re.search(r"Each of the three forks has run all (\d+) of the parent's items", section)
+    assert size, "the page no longer says how many items each fork has run"
+    parent_items = len({json.loads(line)["item_id"] for line in
+                        (ROOT / summary["parent"] / "debates.jsonl").open(encoding="utf-8")})
+    assert [runs[name]["debates"] for name in ("identity", "adversarial-agent1", "correct-agent1")] == \
+        [int(size.group(1))] * 3 == [parent_items] * 3
 
     parent = summary["identity_vs_parent"]
     assert f"(identity against its parent, {parent['pairs']} items): accuracy of the final majority " \
@@ -86,6 +87,15 @@ def test_the_page_quotes_the_committed_follow_counts():
             f"{missing})") in section
     right = {r["round"]: r for r in split["right"]}[3]
     verdict = "agrees" if right["p_exact"] < 0.05 else "does not confirm it at the 0.05 level"
+    pull = {r["round"]: r for r in split["not_right"]}[2]
+    family = {(r["fork"], r["items"], r["round"]): r for r in summary["follow_family"]}
+    assert len(family) == 8 and all(r["p_holm"] >= r["p_exact"] for r in family.values())
+    assert (f"p = {pull['p_exact']:.2f} in round 2 ({pull['only_fork']} agents followed only with the stand-in, "
+            f"{pull['only_control']} only in the control)") in section
+    assert (f"gives p = {family['correct-agent1', 'agent1 not_right', 2]['p_holm']:.2f} for the round-2 pull where agent1 was not "
+            f"right and p = {family['correct-agent1', 'agent1 right', 3]['p_holm']:.2f} for the worked reply's lead in round 3: "
+            f"{'neither survives' if min(r['p_holm'] for r in family.values()) >= 0.05 else 'one survives'}"
+            ) in section
     assert right["high"] < 0 and (f"the exact test on the same {right['agents']} agents {verdict} "
                                   f"({right['only_control']} followed only in the control, {right['only_fork']} only "
                                   f"with the stand-in: p = {right['p_exact']:.2f}") in section

@@ -85,6 +85,7 @@ def summarise() -> dict:
                 "items": len(first), "follow": _records(follow_rate(fork.only(first), control.only(first), target)),
                 "accuracy": _records(fork_accuracy(fork.only(first), control.only(first)))[0]}
     summary["same_request"] = _same_request(runs)
+    summary["follow_family"] = _family(summary["against_control"])
     return json.loads(json.dumps(summary, default=_plain))
 
 
@@ -181,6 +182,20 @@ def _gives(fork, control, target: dict) -> list[dict]:
             row |= {f"{side}_gives": int(sum(hits)), f"{side}_answers": len(hits)}
         rows.append(row)
     return rows
+
+
+def _family(against: dict) -> list[dict]:
+    """The eight follow differences the page reads (per round: beside the adversary, with the correct answer
+    pooled, and split by agent1's round-1 reply) with their exact McNemar p and Holm's adjustment over all
+    eight: the split was chosen after the counts were seen, so one small p among eight is weak evidence."""
+    from statsmodels.stats.multitest import multipletests
+
+    rows = [{"fork": name, "items": "all", "round": r["round"], "p_exact": r["p_exact"]}
+            for name, effect in against.items() for r in effect["follow"]]
+    rows += [{"fork": "correct-agent1", "items": f"agent1 {key}", "round": r["round"], "p_exact": r["p_exact"]}
+             for key, split in against["correct-agent1"]["follow_by_agent1"].items() for r in split]
+    adjusted = multipletests([r["p_exact"] for r in rows], method="holm")[1]
+    return [r | {"p_holm": float(p)} for r, p in zip(rows, adjusted)]
 
 
 def _records(frame) -> list[dict]:
