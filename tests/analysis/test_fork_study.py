@@ -25,7 +25,7 @@ def test_the_page_quotes_the_committed_summary():
     section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
     runs, against = summary["runs"], summary["against_control"]
 
-    size = re.search(r"Each of the three forks has run all (\d+) of the parent's items", section)
+    size = re.search(r"Each of the three forks covers all (\d+) of the parent's items", section)
     assert size, "the page no longer says how many items each fork has run"
     parent_items = len({json.loads(line)["item_id"] for line in
                         (ROOT / summary["parent"] / "debates.jsonl").open(encoding="utf-8")})
@@ -48,6 +48,39 @@ def test_the_page_quotes_the_committed_summary():
 
 def _interval(row: dict) -> str:
     return f"{row['difference']:+.2f} [{row['low']:+.2f}, {row['high']:+.2f}]"
+
+
+WORDS = "none one two three four five six seven eight nine ten eleven twelve".split()
+
+
+def _p(p: float) -> str:
+    return "1" if p == 1 else f"{p:.2f}"
+
+
+def test_the_page_quotes_the_committed_accuracy_tests():
+    """Each final-accuracy comparison's discordant items, McNemar p, Tango interval and the bounds the prose
+    draws from it are summary.json's."""
+    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
+    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
+    section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
+    parent = summary["identity_vs_parent"]
+    assert (f"{WORDS[parent['only_config']]} items right only in the fork and {WORDS[parent['only_baseline']]} only "
+            f"in the parent (McNemar p = {_p(parent['p_mcnemar'])}; Tango's 95% score interval of the difference "
+            f"{parent['score_low']:+.2f} to {parent['score_high']:+.2f})") in section
+    adversary = summary["against_control"]["adversarial-agent1"]
+    acc = adversary["accuracy"]
+    assert (f"{WORDS[acc['only_config']]} items right only with the adversary and {WORDS[acc['only_baseline']]} only "
+            f"without (McNemar p = {_p(acc['p_mcnemar'])}; Tango's 95% score interval of the difference "
+            f"{acc['score_low']:+.2f} to {acc['score_high']:+.2f})") in section
+    assert (f"moves the others to its answer by at most about {round(max(r['high'] for r in adversary['follow']) * 100)} "
+            f"points, and final accuracy by at most about {round(-acc['score_low'] * 100)} points down or "
+            f"{round(acc['score_high'] * 100)} up") in section
+    acc = summary["against_control"]["correct-agent1"]["accuracy"]
+    assert (f"({WORDS[acc['only_config']]} items right only with the stand-in, {WORDS[acc['only_baseline']]} the other "
+            f"way; difference {acc['difference']:+.2f}, Tango's 95% score interval {acc['score_low']:+.2f} to "
+            f"{acc['score_high']:+.2f}; McNemar p = {_p(acc['p_mcnemar'])})") in section
+    assert (f"the stand-in moves final accuracy by at most about {round(acc['score_high'] * 100)} points up or "
+            f"{round(-acc['score_low'] * 100)} down") in section
 
 
 def test_the_page_quotes_the_committed_follow_counts():
@@ -88,14 +121,25 @@ def test_the_page_quotes_the_committed_follow_counts():
     right = {r["round"]: r for r in split["right"]}[3]
     verdict = "agrees" if right["p_exact"] < 0.05 else "does not confirm it at the 0.05 level"
     pull = {r["round"]: r for r in split["not_right"]}[2]
+    later = {r["round"]: r for r in split["not_right"]}[3]
     family = {(r["fork"], r["items"], r["round"]): r for r in summary["follow_family"]}
-    assert len(family) == 8 and all(r["p_holm"] >= r["p_exact"] for r in family.values())
+    assert f"These are two of {WORDS[len(family)]} follow differences on this page" in section
     assert (f"p = {pull['p_exact']:.2f} in round 2 ({pull['only_fork']} agents followed only with the stand-in, "
-            f"{pull['only_control']} only in the control)") in section
-    assert (f"gives p = {family['correct-agent1', 'agent1 not_right', 2]['p_holm']:.2f} for the round-2 pull where agent1 was not "
-            f"right and p = {family['correct-agent1', 'agent1 right', 3]['p_holm']:.2f} for the worked reply's lead in round 3: "
-            f"{'neither survives' if min(r['p_holm'] for r in family.values()) >= 0.05 else 'one survives'}"
-            ) in section
+            f"{pull['only_control']} only in the control) and p = {later['p_exact']:.2f} in round 3 "
+            f"({later['only_fork']} and {later['only_control']})") in section
+    assert f"where agent1 was right ({right['items']} items)" in section
+    assert all(r["p_holm"] >= 0.05 for r in family.values()), "one survives Holm's adjustment: the page says none does"
+    assert (f"gives p = {family['correct-agent1', 'agent1 not_right', 2]['p_holm']:.2f} for the round-2 pull where "
+            f"agent1 was not right and p = {family['correct-agent1', 'agent1 right', 3]['p_holm']:.2f} for the worked "
+            f"reply's lead in round 3: neither survives it at the 0.05 level") in section
+    copied = correct["right_only_here"]
+    every = [r["item_id"] for r in copied if r["copied"] == r["correct_agents"] > 0]
+    some = [r for r in copied if 0 < r["copied"] < r["correct_agents"]]
+    assert len(copied) == correct["accuracy"]["only_config"]
+    assert (f"on {WORDS[len(every)]} of the {WORDS[len(copied)]} ({', '.join(every[:-1])} and {every[-1]}) every "
+            f"correct answer of the last round is read from a line copied from what its agent was shown, and on "
+            f"{WORDS[len(some)]} more one of them is") in section
+    assert all(r["copied"] == 1 for r in some)  # "one of them"
     assert right["high"] < 0 and (f"the exact test on the same {right['agents']} agents {verdict} "
                                   f"({right['only_control']} followed only in the control, {right['only_fork']} only "
                                   f"with the stand-in: p = {right['p_exact']:.2f}") in section
@@ -139,6 +183,7 @@ def test_the_page_quotes_the_committed_conformity_effect():
                           ("adversarial-agent1", "to_majority"), ("correct-agent1", "to_majority")):
         row = next(r for r in summary["against_control"][fork]["conformity"]
                    if (r["to_round"], r["measure"]) == (3, measure))
-        at = section.index(f"{row['fork_rate']:.2f} against {row['control_rate']:.2f}", at)  # in this order
+        at = section.index(f"{row['fork_count']} of {row['fork_of']} against {row['control_count']} of "
+                           f"{row['control_of']}", at)  # in this order
         assert f"({_interval(row)})" in section[at:at + 80]
         assert row["low"] <= 0 <= row["high"]  # "neither change measurably moved" them

@@ -80,6 +80,7 @@ def summarise() -> dict:
                 for key, is_right in (("right", True), ("not_right", False))}
             counted = set(said["item_id"])  # the items with an agent to follow
             summary["against_control"][name]["agent1_missing"] = len(counted & missing)
+            summary["against_control"][name]["right_only_here"] = _right_only_here(fork, control, target)
             first = sorted(both)[:FIRST]  # the estimate from the first items, before the fork went on
             summary["against_control"][name]["first_items"] = {
                 "items": len(first), "follow": _records(follow_rate(fork.only(first), control.only(first), target)),
@@ -138,6 +139,29 @@ def _copying(fork, control, said) -> list[dict]:
                     f"{side}_copying": sum(copied_answer(text or "", messages or []) is not None
                                            for text, messages in zip(theirs["text"], theirs["messages"]))}
         rows.append(row)
+    return rows
+
+
+def _right_only_here(fork, control, truth: dict) -> list[dict]:
+    """The items whose final majority is right in the fork and not in the control, each with the agents that
+    gave the correct answer in the fork's last round and whether each read it from a line copied from what
+    it was shown (`copied_answer`): how much of what a shown answer adds arrives as copied lines."""
+    from debatekit.analysis.conformity import no_answer
+    from debatekit.datasets.voting import answers_equal
+    from debatekit.protocols.shared.extract import copied_answer
+
+    right = {side: set(t.debates.loc[t.debates["correct"].astype(bool), "item_id"])
+             for side, t in (("fork", fork), ("control", control))}
+    turns = fork.turns[fork.turns["debate_id"].isin(fork.debates["debate_id"])]
+    last = turns[turns["round"] == turns["round"].max()]
+    rows = []
+    for item in sorted(right["fork"] - right["control"]):
+        said = last[last["item_id"] == item].sort_values("agent")
+        votes = {agent: copied_answer(text or "", messages or []) is not None
+                 for agent, text, messages, output in said[["agent", "text", "messages", "output"]].itertuples(index=False)
+                 if isinstance(output, dict) and not no_answer(output.get("answer"))
+                 and answers_equal(output["answer"], truth[item])}
+        rows.append({"item_id": item, "correct_agents": len(votes), "copied": sum(votes.values())})
     return rows
 
 
