@@ -9,6 +9,13 @@ ROOT = Path(__file__).resolve().parents[2]
 HERE = ROOT / "results" / "forks" / "gsm8k"
 
 
+def _summary_and_page(heading: str) -> tuple[dict, str]:
+    """The committed summary, and docs/guides/forks.md from `heading` on with its lines joined."""
+    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
+    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
+    return summary, " ".join(page.split(heading, 1)[1].split())
+
+
 def test_the_committed_fork_summary_is_recomputed_from_the_committed_runs():
     spec = importlib.util.spec_from_file_location("fork_summary", HERE / "summarise.py")
     module = importlib.util.module_from_spec(spec)
@@ -20,9 +27,7 @@ def test_the_committed_fork_summary_is_recomputed_from_the_committed_runs():
 
 def test_the_page_quotes_the_committed_summary():
     """docs/guides/forks.md reports the forks' sizes and accuracies: they must be summary.json's, not an older run's."""
-    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
-    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
-    section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
+    summary, section = _summary_and_page("## Three forks of the GSM8K debate")
     runs, against = summary["runs"], summary["against_control"]
 
     size = re.search(r"Each of the three forks covers all (\d+) of the parent's items", section)
@@ -60,9 +65,7 @@ def _p(p: float) -> str:
 def test_the_page_quotes_the_committed_accuracy_tests():
     """Each final-accuracy comparison's discordant items, McNemar p, Tango interval and the bounds the prose
     draws from it are summary.json's."""
-    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
-    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
-    section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
+    summary, section = _summary_and_page("## Three forks of the GSM8K debate")
     parent = summary["identity_vs_parent"]
     assert (f"{WORDS[parent['only_config']]} items right only in the fork and {WORDS[parent['only_baseline']]} only "
             f"in the parent (McNemar p = {_p(parent['p_mcnemar'])}; Tango's 95% score interval of the difference "
@@ -85,9 +88,7 @@ def test_the_page_quotes_the_committed_accuracy_tests():
 
 def test_the_page_quotes_the_committed_follow_counts():
     """Who followed, the engine's noise and the copying, as the page words them, are summary.json's."""
-    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
-    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
-    section = " ".join(page.split("## Three forks of the GSM8K debate", 1)[1].split())
+    summary, section = _summary_and_page("## Three forks of the GSM8K debate")
     adversary, correct = summary["against_control"]["adversarial-agent1"], summary["against_control"]["correct-agent1"]
 
     first, then = ({r["round"]: r for r in adversary["follow"]}[k] for k in (2, 3))
@@ -174,9 +175,7 @@ def test_the_page_quotes_the_committed_follow_counts():
 
 
 def test_the_page_quotes_the_committed_conformity_effect():
-    summary = json.loads((HERE / "summary.json").read_text(encoding="utf-8"))
-    page = (ROOT / "docs" / "guides" / "forks.md").read_text(encoding="utf-8")
-    section = " ".join(page.split("**Conformity beside the control**", 1)[1].split())
+    summary, section = _summary_and_page("**Conformity beside the control**")
 
     at = 0
     for fork, measure in (("adversarial-agent1", "keep"), ("correct-agent1", "keep"),
